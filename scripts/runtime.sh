@@ -1,0 +1,710 @@
+#!/usr/bin/env bash
+# runtime.sh: the runtime rig — installs, configures, starts and tears down nodelet's own containerd, its CNI bin dir and local images.
+#
+# Usage: bash scripts/runtime.sh up | down [--purge]
+#   NODELET_RUNTIME_INSTANCE=main  (default) the containerd the agent talks to; its CNI conflist names the nodelet shim.
+#   NODELET_RUNTIME_INSTANCE=floor an independent containerd for the benchmark's "raw CRI floor": every path differs and its
+#                                  CNI conflist is a plain reference chain (bridge + host-local + portmap) containerd runs itself.
+# Idempotent: `up` only does what is missing; `down` without anything running is a no-op.
+# Progress goes to stderr; `up` prints the CRI endpoint as its only stdout line.
+set -euo pipefail
+umask 022
+export LC_ALL=C
+PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
+INSTANCE=${NODELET_RUNTIME_INSTANCE:-main}
+
+case "$INSTANCE" in
+  main)
+    SUFFIX=""
+    CNI_BIN=/opt/nodelet/cni/bin
+    BRIDGE=nodelet0
+    # Network names whose host-side state (host-local reservations, iptables rules, result cache) belongs to this
+    # instance: the shim conflist containerd runs, and the agent's own bridge network behind the shim.
+    NETWORKS=(nodelet nodelet-bridge)
+    ;;
+  floor)
+    SUFFIX="-floor"
+    CNI_BIN=/opt/nodelet/cni-floor/bin
+    BRIDGE=nodelet-floor0
+    NETWORKS=(nodelet-floor)
+    ;;
+  *)
+    echo "runtime: unknown NODELET_RUNTIME_INSTANCE '$INSTANCE' (expected main or floor)" >&2
+    exit 2
+    ;;
+esac
+
+CONF_DIR=/etc/nodelet/containerd$SUFFIX
+CONFIG=$CONF_DIR/config.toml
+NET_DIR=$CONF_DIR/net.d
+ROOT=/var/lib/nodelet/containerd$SUFFIX
+STATE=/run/nodelet/containerd$SUFFIX
+SOCK=$STATE/containerd.sock
+PIDFILE=/run/nodelet/containerd$SUFFIX.pid
+LOG=/var/log/nodelet/containerd$SUFFIX.log
+LOCKFILE=/run/nodelet/runtime$SUFFIX.lock
+IMAGES_DIR=/var/lib/nodelet/images
+NETNS_DIR=/var/run/netns
+CNI_DATA=/var/lib/cni
+
+PAUSE_IMAGE=localhost/nodelet/pause:1.0
+BUSYBOX_IMAGE=localhost/nodelet/busybox:1.35
+IMAGE_PATH_ENV=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+PACKAGES=(containerd runc containernetworking-plugins busybox-static iptables iproute2 gcc libc6-dev)
+
+if [[ $INSTANCE == main ]]; then TAG="runtime"; else TAG="runtime($INSTANCE)"; fi
+log() { printf '%s: %s\n' "$TAG" "$*" >&2; }
+die() {
+  log "ERROR: $*"
+  exit 1
+}
+
+ctr_() { timeout 60 ctr -a "$SOCK" --connect-timeout 5s "$@"; }
+
+socket_answers() { timeout 10 ctr -a "$SOCK" --timeout 5s version >/dev/null 2>&1; }
+
+# Command lines of all processes as "pid arg0 arg1 ... " lines (builtins only: no fork per process).
+process_table() {
+  local f argv
+  for f in /proc/[0-9]*/cmdline; do
+    mapfile -d '' argv 2>/dev/null <"$f" || continue
+    ((${#argv[@]})) || continue
+    f=${f#/proc/}
+    printf '%s %s \n' "${f%/cmdline}" "${argv[*]}"
+  done
+}
+
+# The containerd serving this instance, found by its exact command line, so a stale pid file never points us at a
+# recycled pid or at the other instance.
+containerd_pid() {
+  local pid rest
+  while read -r pid rest; do
+    [[ "$rest " == *"containerd --config $CONFIG " && ${rest%% *} == *containerd ]] && {
+      echo "$pid"
+      return 0
+    }
+  done < <(process_table)
+  return 1
+}
+
+# Shims keep running when containerd dies; they carry the instance's socket address on their command line.
+shim_pids() {
+  local pid rest
+  while read -r pid rest; do
+    [[ "$rest " == *containerd-shim*" -address $SOCK "* ]] && echo "$pid"
+  done < <(process_table)
+  return 0
+}
+
+take_lock() {
+  mkdir -p /run/nodelet
+  exec 9>"$LOCKFILE"
+  flock -w 300 9 || die "another runtime.sh for instance $INSTANCE holds $LOCKFILE"
+}
+
+# Writes $2 to $1 only when the content differs; returns 0 when it changed the file.
+write_if_changed() {
+  local path=$1 content=$2
+  if [[ -f $path ]] && [[ "$(cat "$path")" == "$content" ]]; then return 1; fi
+  mkdir -p "$(dirname "$path")"
+  printf '%s\n' "$content" >"$path.tmp.$$"
+  mv -f "$path.tmp.$$" "$path"
+  return 0
+}
+
+# ---------------------------------------------------------------------------------------------------------------- up
+
+ensure_packages() {
+  local p missing=()
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  if ((${#missing[@]} == 0)); then
+    log "packages present"
+    return
+  fi
+  log "installing ${missing[*]}..."
+  local out
+  out=$(mktemp)
+  # Output kept out of the progress stream; shown only when apt fails.
+  if ! {
+    DEBIAN_FRONTEND=noninteractive apt-get update -q &&
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+        -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold "${missing[@]}"
+  } >"$out" 2>&1; then
+    tail -n 40 "$out" >&2
+    rm -f "$out"
+    die "apt-get could not install ${missing[*]}"
+  fi
+  rm -f "$out"
+}
+
+# overlayfs is containerd's default and much faster than native (which copies every layer per container); only fall
+# back when the kernel/filesystem under the root dir really cannot mount it.
+choose_snapshotter() {
+  mkdir -p /var/lib/nodelet
+  local d
+  d=$(mktemp -d /var/lib/nodelet/.overlay-probe.XXXXXX)
+  mkdir -p "$d/lower" "$d/upper" "$d/work" "$d/merged"
+  if mount -t overlay overlay -o "lowerdir=$d/lower,upperdir=$d/upper,workdir=$d/work" "$d/merged" 2>/dev/null; then
+    umount "$d/merged"
+    SNAPSHOTTER=overlayfs
+  else
+    SNAPSHOTTER=native
+    log "WARNING: overlayfs cannot be mounted under /var/lib/nodelet; falling back to the native snapshotter"
+  fi
+  rm -rf "$d"
+}
+
+containerd_config() {
+  cat <<EOF
+# nodelet's own containerd ($INSTANCE instance) — written by scripts/runtime.sh; edits are overwritten.
+version = 2
+root = "$ROOT"
+state = "$STATE"
+oom_score = 0
+# Snapshotters that cannot work on this kind of machine; disabled so the log stays free of their load errors.
+disabled_plugins = [
+  "io.containerd.snapshotter.v1.aufs",
+  "io.containerd.snapshotter.v1.btrfs",
+  "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.snapshotter.v1.zfs",
+]
+
+[grpc]
+  address = "$SOCK"
+
+[ttrpc]
+  address = "$STATE/containerd.sock.ttrpc"
+
+[debug]
+  address = "$STATE/debug.sock"
+  level = "info"
+
+[plugins]
+  [plugins."io.containerd.internal.v1.opt"]
+    path = "$ROOT/opt"
+
+  [plugins."io.containerd.grpc.v1.cri"]
+    sandbox_image = "$PAUSE_IMAGE"
+    # runc cannot lower oom_score_adj on these machines; without this every sandbox fails to start.
+    restrict_oom_score_adj = true
+    stream_server_address = "127.0.0.1"
+    stream_server_port = "0"
+    enable_tls_streaming = false
+    disable_tcp_service = true
+
+    [plugins."io.containerd.grpc.v1.cri".containerd]
+      snapshotter = "$SNAPSHOTTER"
+      default_runtime_name = "runc"
+
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+        runtime_type = "io.containerd.runc.v2"
+
+        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+          # cgroup v1 via cgroupfs: there is no systemd as PID 1.
+          SystemdCgroup = false
+          # Per-instance runc state, so both instances' containers are kept apart and removed with the state dir.
+          Root = "$STATE/runc"
+
+    [plugins."io.containerd.grpc.v1.cri".cni]
+      bin_dir = "$CNI_BIN"
+      conf_dir = "$NET_DIR"
+      max_conf_num = 1
+EOF
+}
+
+shim_conflist() {
+  cat <<'EOF'
+{"cniVersion":"1.0.0","name":"nodelet","plugins":[{"type":"nodelet-cni","agentSocket":"/run/nodelet/cni.sock","localExec":"/opt/nodelet/cni/bin/nodelet-cni-local","capabilities":{"portMappings":true}}]}
+EOF
+}
+
+# The floor: containerd drives the reference plugins directly. With isGateway the bridge gets 10.98.0.1, so host->pod
+# traffic stays on the bridge (no forwarding needed); the bridge plugin itself turns on net.ipv4.ip_forward for isGateway.
+floor_conflist() {
+  cat <<'EOF'
+{
+  "cniVersion": "1.0.0",
+  "name": "nodelet-floor",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "nodelet-floor0",
+      "isGateway": true,
+      "ipMasq": false,
+      "ipam": {
+        "type": "host-local",
+        "ranges": [[{ "subnet": "10.98.0.0/24" }]],
+        "routes": [{ "dst": "0.0.0.0/0" }]
+      }
+    },
+    { "type": "portmap", "capabilities": { "portMappings": true } }
+  ]
+}
+EOF
+}
+
+write_configs() {
+  log "writing containerd config $CONFIG (snapshotter $SNAPSHOTTER)..."
+  CONFIG_CHANGED=0
+  if write_if_changed "$CONFIG" "$(containerd_config)"; then CONFIG_CHANGED=1; fi
+  mkdir -p "$NET_DIR"
+  local name content
+  if [[ $INSTANCE == main ]]; then
+    name=10-nodelet.conflist
+    content=$(shim_conflist)
+  else
+    name=10-nodelet-floor.conflist
+    content=$(floor_conflist)
+  fi
+  # containerd uses the first conflist in conf_dir: keep exactly ours there.
+  find "$NET_DIR" -mindepth 1 -maxdepth 1 ! -name "$name" -exec rm -rf {} +
+  write_if_changed "$NET_DIR/$name" "$content" || true
+}
+
+ensure_cni_bin() {
+  log "populating CNI bin dir $CNI_BIN..."
+  mkdir -p "$CNI_BIN"
+  local p
+  for p in /usr/lib/cni/*; do
+    [[ -x $p ]] || continue
+    [[ "$(readlink "$CNI_BIN/${p##*/}" 2>/dev/null)" == "$p" ]] || ln -sfn "$p" "$CNI_BIN/${p##*/}"
+  done
+  # Drop symlinks left dangling by a plugin package change.
+  find "$CNI_BIN" -maxdepth 1 -xtype l -delete
+  [[ $INSTANCE == main ]] || return 0
+
+  local src=$REPO/src/cni/shim/nodelet-cni.c bin=$CNI_BIN/nodelet-cni
+  if [[ -f $src ]]; then
+    # Rebuild when the source is newer, or differs from what was compiled last (a checkout can carry older mtimes).
+    local src_sha
+    src_sha=$(sha256_of "$src")
+    if [[ ! -x $bin || $src -nt $bin || "$(cat "$bin.src-sha256" 2>/dev/null)" != "$src_sha" ]]; then
+      log "compiling CNI shim $src..."
+      gcc -O2 -Wall -o "$bin.tmp.$$" "$src" >&2 || {
+        rm -f "$bin.tmp.$$"
+        die "compiling $src failed"
+      }
+      # Rename so containerd never executes a half-written binary.
+      mv -f "$bin.tmp.$$" "$bin"
+      echo "$src_sha" >"$bin.src-sha256"
+    fi
+  else
+    log "NOTE: $src not present yet; shim not compiled (re-run 'up' once it exists)"
+  fi
+
+  local wrapper
+  wrapper=$(printf '#!/bin/sh\n# nodelet-cni-local: CNI DEL fallback the shim execs when the agent is unreachable (written by scripts/runtime.sh).\nexec %s %s "$@"' \
+    "$REPO/node_modules/.bin/node" "$REPO/dist/src/cni/local-del.js")
+  write_if_changed "$CNI_BIN/nodelet-cni-local" "$wrapper" || true
+  chmod 755 "$CNI_BIN/nodelet-cni-local"
+}
+
+start_containerd() {
+  local pid
+  if pid=$(containerd_pid) && socket_answers; then
+    if ((CONFIG_CHANGED)); then
+      log "config changed; restarting containerd (pid $pid)..."
+      stop_containerd "$pid"
+    else
+      echo "$pid" >"$PIDFILE"
+      log "containerd already running (pid $pid)"
+      return
+    fi
+  elif pid=$(containerd_pid); then
+    # Alive but not answering: a hung or half-started daemon; replace it.
+    log "containerd pid $pid does not answer on $SOCK; restarting it..."
+    stop_containerd "$pid"
+  fi
+
+  log "starting containerd (log $LOG)..."
+  mkdir -p "$STATE" "$ROOT" "$(dirname "$LOG")"
+  rm -f "$SOCK"
+  (
+    # Keep no fd of our caller (npm/Jest pipes, our lock) open in the daemon, or callers waiting for EOF would hang.
+    for fd in /proc/$BASHPID/fd/*; do
+      fd=${fd##*/}
+      if ((fd > 2 && fd != 255)); then eval "exec $fd>&-"; fi
+    done
+    ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+    echo "---- $(date -u +%FT%TZ) runtime.sh starting containerd ($INSTANCE)" >>"$LOG"
+    # setsid: own session, so the daemon outlives the calling shell/test runner; clean env: no npm_* leaking into shims.
+    exec env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
+      setsid nohup containerd --config "$CONFIG" </dev/null >>"$LOG" 2>&1
+  ) &
+  local i
+  for ((i = 0; i < 300; i++)); do
+    if socket_answers; then break; fi
+    if ! kill -0 $! 2>/dev/null; then
+      tail -n 30 "$LOG" >&2 || true
+      die "containerd exited during start-up (log above, full log $LOG)"
+    fi
+    sleep 0.1
+  done
+  if ! socket_answers; then
+    tail -n 30 "$LOG" >&2 || true
+    die "containerd socket $SOCK did not answer within 30 s (log above, full log $LOG)"
+  fi
+  pid=$(containerd_pid) || die "containerd answers on $SOCK but its process was not found"
+  echo "$pid" >"$PIDFILE"
+  log "containerd up (pid $pid)"
+}
+
+check_cri_plugin() {
+  local line
+  line=$(ctr_ plugins ls 2>/dev/null | awk '$1 == "io.containerd.grpc.v1" && $2 == "cri"') || true
+  if [[ $line != *" ok"* ]]; then
+    grep -E 'failed to load plugin|io.containerd.grpc.v1.cri' "$LOG" | tail -n 20 >&2 || true
+    die "containerd's CRI plugin did not load (${line:-not listed}); see $LOG"
+  fi
+  line=$(ctr_ plugins ls 2>/dev/null | awk -v s="$SNAPSHOTTER" '$1 == "io.containerd.snapshotter.v1" && $2 == s') || true
+  [[ $line == *" ok"* ]] || die "snapshotter $SNAPSHOTTER is not usable in containerd (${line:-not listed}); see $LOG"
+}
+
+oci_arch() {
+  case "$(dpkg --print-architecture)" in
+    amd64) echo amd64 ;;
+    arm64) echo arm64 ;;
+    armhf) echo arm ;;
+    i386) echo 386 ;;
+    *) dpkg --print-architecture ;;
+  esac
+}
+
+sha256_of() { sha256sum "$1" | cut -d' ' -f1; }
+
+# Deterministic tar of a directory's content: same inputs, same bytes, same digests.
+det_tar() { tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner --format=gnu -C "$1" -cf "$2" .; }
+
+populate_pause() {
+  local rootfs=$1 work=$2
+  gcc -static -O2 -Wall -o "$work/pause" "$REPO/images/pause/pause.c" >&2
+  strip "$work/pause" 2>/dev/null || true
+  install -m 755 "$work/pause" "$rootfs/pause"
+}
+
+populate_busybox() {
+  local rootfs=$1 a
+  mkdir -p "$rootfs/bin" "$rootfs/etc" "$rootfs/root" "$rootfs/tmp" "$rootfs/var/www" \
+    "$rootfs/dev" "$rootfs/proc" "$rootfs/sys"
+  chmod 1777 "$rootfs/tmp"
+  chmod 700 "$rootfs/root"
+  install -m 755 /bin/busybox "$rootfs/bin/busybox"
+  for a in $(/bin/busybox --list); do
+    [[ $a == busybox || $a == */* ]] && continue
+    ln -s busybox "$rootfs/bin/$a"
+  done
+  printf '%s\n' 'root:x:0:0:root:/root:/bin/sh' 'nobody:x:65534:65534:nobody:/nonexistent:/bin/false' >"$rootfs/etc/passwd"
+  printf '%s\n' 'root:x:0:' 'nobody:x:65534:' >"$rootfs/etc/group"
+  chmod 644 "$rootfs/etc/passwd" "$rootfs/etc/group"
+}
+
+# build_image NAME POPULATE_FN CONFIG_JSON_FRAGMENT INPUT_FILE...
+# Builds an OCI image layout tarball under $IMAGES_DIR unless one built from the same inputs (files, tools, recipe)
+# exists; sets IMAGE_TAR and IMAGE_DIGEST (the manifest digest, which is what containerd reports for the image).
+build_image() {
+  local name=$1 populate=$2 cfg=$3
+  shift 3
+  local slug=${name//[\/:]/_}
+  local tarball=$IMAGES_DIR/$slug.tar keyfile=$IMAGES_DIR/$slug.key digestfile=$IMAGES_DIR/$slug.digest
+  local key
+  key=$({
+    printf '%s\n' "$name" "$cfg" "$(oci_arch)" "$(gcc -dumpfullversion 2>/dev/null)" \
+      "$(dpkg-query -W -f='${Version}' libc6-dev 2>/dev/null)"
+    declare -f "$populate" build_image det_tar
+    cat "$@"
+  } | sha256sum | cut -d' ' -f1)
+  IMAGE_TAR=$tarball
+  if [[ -f $tarball && -f $digestfile && "$(cat "$keyfile" 2>/dev/null)" == "$key" ]]; then
+    IMAGE_DIGEST=$(cat "$digestfile")
+    return
+  fi
+
+  log "building image $name..."
+  mkdir -p "$IMAGES_DIR"
+  local work
+  rm -rf "$IMAGES_DIR/.build-$slug."*
+  work=$(mktemp -d "$IMAGES_DIR/.build-$slug.XXXXXX")
+  mkdir -p "$work/rootfs" "$work/layout/blobs/sha256"
+  chmod 755 "$work/rootfs"
+  "$populate" "$work/rootfs" "$work"
+
+  local blobs=$work/layout/blobs/sha256 arch layer_sha layer_size config config_sha manifest manifest_sha
+  arch=$(oci_arch)
+  det_tar "$work/rootfs" "$work/layer.tar"
+  layer_sha=$(sha256_of "$work/layer.tar")
+  layer_size=$(stat -c %s "$work/layer.tar")
+  mv "$work/layer.tar" "$blobs/$layer_sha"
+
+  config=$(printf '{"architecture":"%s","os":"linux","created":"1970-01-01T00:00:00Z","config":%s,"rootfs":{"type":"layers","diff_ids":["sha256:%s"]},"history":[{"created":"1970-01-01T00:00:00Z","created_by":"nodelet scripts/runtime.sh"}]}' \
+    "$arch" "$cfg" "$layer_sha")
+  printf '%s' "$config" >"$work/config.json"
+  config_sha=$(sha256_of "$work/config.json")
+  mv "$work/config.json" "$blobs/$config_sha"
+
+  manifest=$(printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:%s","size":%d},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"sha256:%s","size":%d}]}' \
+    "$config_sha" "${#config}" "$layer_sha" "$layer_size")
+  printf '%s' "$manifest" >"$work/manifest.json"
+  manifest_sha=$(sha256_of "$work/manifest.json")
+  mv "$work/manifest.json" "$blobs/$manifest_sha"
+
+  printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%s","size":%d,"platform":{"architecture":"%s","os":"linux"},"annotations":{"io.containerd.image.name":"%s","org.opencontainers.image.ref.name":"%s"}}]}' \
+    "$manifest_sha" "${#manifest}" "$arch" "$name" "${name##*:}" >"$work/layout/index.json"
+  printf '{"imageLayoutVersion":"1.0.0"}' >"$work/layout/oci-layout"
+  chmod -R a+rX "$work/layout"
+  det_tar "$work/layout" "$tarball.tmp"
+  mv -f "$tarball.tmp" "$tarball"
+  echo "sha256:$manifest_sha" >"$digestfile"
+  echo "$key" >"$keyfile"
+  rm -rf "$work"
+  IMAGE_DIGEST=sha256:$manifest_sha
+}
+
+# Imports IMAGE_TAR into the k8s.io namespace unless the image with the same digest is already there; returns 0
+# when it imported.
+import_image() {
+  local name=$1 current
+  current=$(ctr_ -n k8s.io images ls 2>/dev/null | awk -v n="$name" '$1 == n { print $3 }')
+  if [[ $current == "$IMAGE_DIGEST" ]]; then
+    log "image $name present ($IMAGE_DIGEST)"
+    return 1
+  fi
+  log "importing image $name ($IMAGE_DIGEST)..."
+  ctr_ -n k8s.io images import --snapshotter "$SNAPSHOTTER" "$IMAGE_TAR" >&2 ||
+    die "importing $IMAGE_TAR into $SOCK failed"
+  current=$(ctr_ -n k8s.io images ls 2>/dev/null | awk -v n="$name" '$1 == n { print $3 }')
+  [[ $current == "$IMAGE_DIGEST" ]] || die "after import, $name has digest '${current:-none}', expected $IMAGE_DIGEST"
+  return 0
+}
+
+# Runs the busybox image once and the pause image once through runc, proving the images, snapshotter and runtime work.
+verify_images() {
+  log "verifying images with a test container..."
+  local id=rigtest-$$ out
+  # FIFOs and runc state inside the instance's state dir rather than ctr's defaults under /run/containerd.
+  local run_opts=(--snapshotter "$SNAPSHOTTER" --fifo-dir "$STATE/fifo" --runc-root "$STATE/runc")
+  out=$(ctr_ -n k8s.io run --rm "${run_opts[@]}" "$BUSYBOX_IMAGE" "$id" echo ok 2>&1) || true
+  if [[ $out != ok ]]; then
+    ctr_ -n k8s.io tasks rm -f "$id" >/dev/null 2>&1 || true
+    ctr_ -n k8s.io containers rm "$id" >/dev/null 2>&1 || true
+    die "test container from $BUSYBOX_IMAGE did not print ok: $out"
+  fi
+  id=rigtest-pause-$$
+  ctr_ -n k8s.io run -d "${run_opts[@]}" "$PAUSE_IMAGE" "$id" >/dev/null
+  ctr_ -n k8s.io tasks kill -s TERM "$id" >/dev/null
+  local i status=""
+  for ((i = 0; i < 50; i++)); do
+    status=$(ctr_ -n k8s.io tasks ls 2>/dev/null | awk -v n="$id" '$1 == n { print $3 }')
+    [[ $status == STOPPED ]] && break
+    sleep 0.1
+  done
+  ctr_ -n k8s.io tasks rm -f "$id" >/dev/null 2>&1 || true
+  ctr_ -n k8s.io containers rm "$id" >/dev/null 2>&1 || true
+  [[ $status == STOPPED ]] || die "pause image did not stop on SIGTERM (status ${status:-unknown})"
+}
+
+ensure_images() {
+  local imported=0
+  build_image "$PAUSE_IMAGE" populate_pause '{"Entrypoint":["/pause"],"Env":["'"$IMAGE_PATH_ENV"'"],"WorkingDir":"/"}' \
+    "$REPO/images/pause/pause.c"
+  if import_image "$PAUSE_IMAGE"; then imported=1; fi
+  build_image "$BUSYBOX_IMAGE" populate_busybox '{"Cmd":["sh"],"Env":["'"$IMAGE_PATH_ENV"'"],"WorkingDir":"/"}' /bin/busybox
+  if import_image "$BUSYBOX_IMAGE"; then imported=1; fi
+  if ((imported)) || [[ ! -f $STATE/images-verified ]]; then
+    verify_images
+    touch "$STATE/images-verified"
+  fi
+}
+
+cmd_up() {
+  local t0=$SECONDS
+  take_lock
+  ensure_packages
+  choose_snapshotter
+  write_configs
+  ensure_cni_bin
+  start_containerd
+  check_cri_plugin
+  ensure_images
+  log "ready in $((SECONDS - t0)) s; CRI endpoint:"
+  echo "unix://$SOCK"
+}
+
+# -------------------------------------------------------------------------------------------------------------- down
+
+stop_containerd() {
+  local pid=$1 i
+  kill -TERM "$pid" 2>/dev/null || return 0
+  for ((i = 0; i < 150; i++)); do
+    kill -0 "$pid" 2>/dev/null || return 0
+    sleep 0.1
+  done
+  log "containerd pid $pid ignored SIGTERM for 15 s; sending SIGKILL"
+  kill -KILL "$pid" 2>/dev/null || true
+  for ((i = 0; i < 50; i++)); do
+    kill -0 "$pid" 2>/dev/null || return 0
+    sleep 0.1
+  done
+}
+
+# Removes every container (CRI sandboxes and app containers alike) from every namespace of this instance. Removing them
+# through ctr runs no CNI DEL, so the netns files they reference are collected into REMOVED_NETNS for manual cleanup.
+remove_containers() {
+  local ns ids id
+  for ns in $(ctr_ namespaces ls -q 2>/dev/null); do
+    ids=$(ctr_ -n "$ns" containers ls -q 2>/dev/null) || continue
+    [[ -n $ids ]] || continue
+    log "removing $(wc -w <<<"$ids") containers in namespace $ns..."
+    for id in $ids; do REMOVED_IDS+=("$id"); done
+    # Only CRI sandboxes own a named netns (app containers join the sandbox's via /proc/<pid>/ns/net).
+    for id in $(ctr_ -n "$ns" containers ls -q 'labels."io.cri-containerd.kind"==sandbox' 2>/dev/null); do
+      while read -r path; do
+        REMOVED_NETNS+=("$path")
+      done < <(ctr_ -n "$ns" containers info "$id" 2>/dev/null |
+        grep -oE '"(/var)?/run/netns/[^"]+"' | tr -d '"' | sort -u)
+    done
+    # One kill/rm pipeline per container, a few at a time: the benchmark can leave hundreds behind.
+    printf '%s\n' $ids | xargs -r -P 8 -I{} sh -c '
+      timeout 30 ctr -a "$1" -n "$2" tasks kill -s KILL "$3" >/dev/null 2>&1
+      timeout 30 ctr -a "$1" -n "$2" tasks rm -f "$3" >/dev/null 2>&1
+      timeout 30 ctr -a "$1" -n "$2" containers rm "$3" >/dev/null 2>&1 || true' _ "$SOCK" "$ns" {}
+    ids=$(ctr_ -n "$ns" containers ls -q 2>/dev/null) || true
+    [[ -z $ids ]] || log "WARNING: containers left in namespace $ns: $(echo $ids)"
+  done
+}
+
+remove_netns() {
+  local path
+  for path in "${REMOVED_NETNS[@]}"; do
+    path=$NETNS_DIR/${path##*/netns/}
+    [[ -e $path ]] || continue
+    log "removing netns $path"
+    umount "$path" 2>/dev/null || umount -l "$path" 2>/dev/null || true
+    rm -f "$path"
+  done
+}
+
+remove_cni_state() {
+  local net id
+  for net in "${NETWORKS[@]}"; do
+    if [[ -d $CNI_DATA/networks/$net ]]; then
+      log "removing host-local reservations $CNI_DATA/networks/$net"
+      rm -rf "${CNI_DATA:?}/networks/$net"
+    fi
+  done
+  # libcni's result cache of the removed sandboxes: our networks plus the loopback network containerd adds itself.
+  for net in "${NETWORKS[@]}" cni-loopback; do
+    for id in "${REMOVED_IDS[@]}"; do
+      rm -f "$CNI_DATA/results/$net-$id-"*
+    done
+  done
+}
+
+# iptables rules the bridge (ipMasq) and portmap plugins add carry a comment `name: "<network>" id: "<container>"`;
+# delete those of this instance's networks and the per-container chains they jump to. Shared CNI-HOSTPORT-* chains stay.
+sweep_iptables() {
+  command -v iptables-save >/dev/null || return 0
+  local table net rules chains script
+  for table in nat filter; do
+    rules=""
+    for net in "${NETWORKS[@]}"; do
+      rules+=$(iptables-save -t "$table" 2>/dev/null | grep -F -- "name: \\\"$net\\\" id:" | grep -E '^-A ' || true)
+      rules+=$'\n'
+    done
+    rules=$(sed '/^$/d' <<<"$rules")
+    [[ -n $rules ]] || continue
+    chains=$(grep -oE -- '-j CNI-[A-Za-z0-9_-]+' <<<"$rules" | cut -d' ' -f2 | grep -v '^CNI-HOSTPORT-' | sort -u || true)
+    log "removing $(wc -l <<<"$rules") leftover iptables rules from table $table"
+    script="*$table"$'\n'$(sed 's/^-A /-D /' <<<"$rules")$'\n'
+    for net in $chains; do script+="-F $net"$'\n'; done
+    for net in $chains; do script+="-X $net"$'\n'; done
+    script+="COMMIT"
+    iptables-restore -w 10 --noflush <<<"$script" 2>/dev/null || log "WARNING: could not remove some iptables rules in $table"
+  done
+}
+
+remove_links() {
+  local veth
+  if ip link show "$BRIDGE" >/dev/null 2>&1; then
+    for veth in $(ip -o link show master "$BRIDGE" type veth 2>/dev/null | awk -F': ' '{ print $2 }' | cut -d@ -f1); do
+      ip link del "$veth" 2>/dev/null || true
+    done
+    log "deleting bridge $BRIDGE"
+    ip link del "$BRIDGE" 2>/dev/null || true
+  fi
+}
+
+unmount_under() {
+  local dir=$1 mp
+  # Deepest first; mountinfo field 5 is the mount point.
+  for mp in $(awk -v d="$dir/" 'index($5, d) == 1 || $5 == substr(d, 1, length(d) - 1) { print $5 }' /proc/self/mountinfo | sort -r); do
+    umount "$mp" 2>/dev/null || umount -l "$mp" 2>/dev/null || log "WARNING: cannot unmount $mp"
+  done
+}
+
+cmd_down() {
+  local purge=0
+  [[ ${1:-} == --purge ]] && purge=1
+  take_lock
+  REMOVED_IDS=()
+  REMOVED_NETNS=()
+  local pid=""
+  pid=$(containerd_pid) || pid=""
+
+  if [[ -z $pid && ! -d $STATE && ! -f $PIDFILE ]]; then
+    log "nothing running"
+  else
+    # Containers only disappear cleanly through containerd; if it died while shims/containers survive, start it to clean up.
+    if [[ -z $pid || ! -S $SOCK ]] || ! socket_answers; then
+      if [[ -f $CONFIG && -d $ROOT ]]; then
+        log "containerd not answering; starting it to clean up..."
+        CONFIG_CHANGED=0
+        # In a subshell: if it cannot start, carry on with the cleanup that needs no containerd.
+        if (start_containerd); then pid=$(containerd_pid) || pid=""; fi
+      fi
+    fi
+    if [[ -n $pid ]] && socket_answers; then
+      remove_containers
+    fi
+    remove_netns
+    remove_cni_state
+    sweep_iptables
+    remove_links
+    if [[ -n $pid ]]; then
+      log "stopping containerd (pid $pid)..."
+      stop_containerd "$pid"
+    fi
+    local shim
+    for shim in $(shim_pids); do
+      log "stopping leftover shim pid $shim"
+      kill -KILL "$shim" 2>/dev/null || true
+    done
+    unmount_under "$STATE"
+    unmount_under "$ROOT"
+    rm -rf "$STATE" "$PIDFILE"
+    local id
+    for id in "${REMOVED_IDS[@]}"; do
+      rm -rf "$ROOT/io.containerd.grpc.v1.cri/sandboxes/$id" "$ROOT/io.containerd.grpc.v1.cri/containers/$id"
+    done
+    log "stopped"
+  fi
+
+  if ((purge)); then
+    log "purging $ROOT, $CONF_DIR, $CNI_BIN, $IMAGES_DIR, $LOG"
+    unmount_under "$ROOT"
+    rm -rf "$ROOT" "$CONF_DIR" "$CNI_BIN" "$IMAGES_DIR" "$LOG"
+    rmdir "$(dirname "$CNI_BIN")" /opt/nodelet /etc/nodelet /var/lib/nodelet /var/log/nodelet 2>/dev/null || true
+  fi
+}
+
+case "${1:-}" in
+  up) cmd_up ;;
+  down) cmd_down "${2:-}" ;;
+  *)
+    echo "usage: [NODELET_RUNTIME_INSTANCE=main|floor] bash scripts/runtime.sh up | down [--purge]" >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,157 @@
+// Wires nodelet together: pod source -> pod workers <-> CRI runtime, the agent-owned pod network, the status API.
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { V1Pod } from '@kubernetes/client-node';
+import { CriClient } from '../cri/client.js';
+import { bridgeNames, hostLocalSubnets, loadPodNetworks } from '../cni/conflist.js';
+import { CniExecutor } from '../cni/executor.js';
+import { PodNetwork } from '../cni/pod-network.js';
+import { CniShimServer } from '../cni/shim-server.js';
+import { hostRoutes } from '../host/routes.js';
+import { detectNodeIP, hostDnsConfig, nodeName } from '../host/node.js';
+import { subnetCollisions } from '../cni/conflist.js';
+import type { Logger } from '../log.js';
+import { FilePodSource } from '../podsource/file-source.js';
+import { Backoff } from '../pod/backoff.js';
+import { ImageManager } from '../pod/images.js';
+import { PodWorkers } from '../pod/pod-workers.js';
+import { Relister } from '../pod/relist.js';
+import { RuntimeObserver } from '../pod/runtime-observer.js';
+import { StatusApi } from './status-api.js';
+
+export interface AgentConfig {
+  podManifestPath: string;
+  runtimeEndpoint: string;
+  rootDir: string;
+  hostnameOverride: string;
+  nodeIP: string;
+  podCIDR: string;
+  cniConfDir: string;
+  cniBinDirs: string[];
+  cniCacheDir: string;
+  cniSocket: string;
+  podLogsDir: string;
+  runtimeRequestTimeoutMs: number;
+  syncFrequencyMs: number;
+  fileCheckFrequencyMs: number;
+  relistPeriodMs: number;
+}
+
+/** A configuration the agent cannot start with; the message names the setting. */
+export class AgentConfigError extends Error {}
+
+/** The status socket of an agent with this root dir (read by `nodelet pods`). */
+export function statusSocketPath(rootDir: string): string {
+  return join(rootDir, 'nodelet.sock');
+}
+
+const podNetworkGcIntervalMs = 60_000;
+const workerErrorRetryMs = 2_000;
+
+export class Agent {
+  constructor(
+    private readonly config: AgentConfig,
+    private readonly log: Logger,
+  ) {}
+
+  /** Runs until the signal aborts; pods keep running after it returns (a restarted agent adopts them). */
+  async run(signal: AbortSignal): Promise<void> {
+    const { config, log } = this;
+    if (!config.podManifestPath) throw new AgentConfigError('--pod-manifest-path is required (standalone mode)');
+    await mkdir(config.rootDir, { recursive: true });
+    const node = nodeName(config.hostnameOverride);
+    const nodeIP = await detectNodeIP(config.nodeIP);
+    const hostDns = await hostDnsConfig();
+
+    const networks = await loadPodNetworks(config.cniConfDir, config.podCIDR ? { podCidr: config.podCIDR } : {});
+    const routes = await hostRoutes({ signal });
+    for (const subnet of hostLocalSubnets(networks.main)) {
+      const clash = subnetCollisions(subnet, routes, bridgeNames(networks.main));
+      if (clash.length > 0) {
+        throw new AgentConfigError(
+          `pod subnet ${subnet} (network "${networks.main.name}" in ${config.cniConfDir}${config.podCIDR ? ', --pod-cidr' : ''}) ` +
+            `overlaps host routes: ${clash.map((r) => `${r.dst}${r.dev ? ` dev ${r.dev}` : ''}`).join(', ')}; choose another subnet with --pod-cidr`,
+        );
+      }
+    }
+    const executor = new CniExecutor({ binDirs: config.cniBinDirs, cacheDir: config.cniCacheDir, log });
+    const podNetwork = await PodNetwork.create({ executor, main: networks.main, loopback: networks.loopback, log });
+    const shimServer = new CniShimServer({ socketPath: config.cniSocket, backend: podNetwork, log });
+    await shimServer.listen();
+    log.info(
+      { node, nodeIP, network: networks.main.name, subnets: hostLocalSubnets(networks.main), cniSocket: config.cniSocket },
+      'Pod network ready for the CNI shim',
+    );
+
+    const runtime = new CriClient(config.runtimeEndpoint, { requestTimeoutMs: config.runtimeRequestTimeoutMs });
+    let runtimeName = 'containerd';
+    const observer = new RuntimeObserver(runtime, podNetwork);
+    const workers = new PodWorkers({
+      runtime,
+      images: new ImageManager(runtime, new Backoff(), Date.now),
+      crashBackoff: new Backoff(),
+      node: { podLogsDir: config.podLogsDir, hostDns },
+      now: Date.now,
+      observer,
+      hostIP: () => nodeIP,
+      runtimeName: () => runtimeName,
+      resyncIntervalMs: config.syncFrequencyMs,
+      errorRetryMs: workerErrorRetryMs,
+      log,
+    });
+
+    let lastNetworkGc = 0;
+    const relister = new Relister(
+      observer,
+      config.relistPeriodMs,
+      {
+        onRelist: (changed, snapshot) => {
+          workers.handleRelist(changed, snapshot);
+          if (Date.now() - lastNetworkGc < podNetworkGcIntervalMs) return;
+          lastNetworkGc = Date.now();
+          // Attachments of sandboxes that no longer exist (e.g. removed while nodelet was down) are released.
+          void podNetwork
+            .garbageCollect(new Set(snapshot.sandboxes.map((s) => s.id)), signal)
+            .then((r) => r.removed.length && log.info({ removed: r.removed }, 'Released pod network attachments of vanished sandboxes'))
+            .catch((err: unknown) => log.warn({ err }, 'Pod network garbage collection failed'));
+        },
+        onRuntimeRecovered: () => workers.wakeAll(),
+      },
+      log,
+    );
+    const announceRuntime = async () => {
+      while (!signal.aborted) {
+        try {
+          const v = await runtime.version({ signal, timeoutMs: 5_000 });
+          runtimeName = v.runtimeName;
+          log.info({ runtime: `${v.runtimeName}://${v.runtimeVersion}`, criVersion: v.runtimeApiVersion, endpoint: config.runtimeEndpoint }, 'Container runtime connected');
+          return;
+        } catch (err) {
+          if (signal.aborted) return;
+          log.warn({ err, endpoint: config.runtimeEndpoint }, 'Container runtime not reachable yet; pods wait for it');
+          await new Promise((r) => setTimeout(r, 2_000));
+        }
+      }
+    };
+
+    const api = new StatusApi(statusSocketPath(config.rootDir), () => workers.pods());
+    await api.listen();
+    const source = new FilePodSource({
+      dir: config.podManifestPath,
+      nodeName: node,
+      logger: log,
+      rescanIntervalMs: config.fileCheckFrequencyMs,
+      onPods: (pods: V1Pod[]) => workers.setDesiredPods(pods),
+    });
+    log.info({ node, podManifestPath: config.podManifestPath, statusSocket: statusSocketPath(config.rootDir) }, 'nodelet started');
+    try {
+      await Promise.all([announceRuntime(), source.run(signal), relister.run(signal)]);
+    } finally {
+      workers.stop();
+      await api.close();
+      await shimServer.close();
+      runtime.close();
+      log.info('nodelet stopped; pods keep running');
+    }
+  }
+}

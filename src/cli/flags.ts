@@ -1,0 +1,96 @@
+// Parses nodelet's command line: kubelet's flag names, `--flag=value` or `--flag value`.
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export type FlagKind = 'string' | 'duration' | 'int' | 'bool';
+
+export interface FlagSpec {
+  name: string;
+  kind: FlagKind;
+  default: string;
+  help: string;
+}
+
+/** The repository (or installed package) root: cni-conf/ ships there. */
+export const packageRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
+
+export const agentFlags: FlagSpec[] = [
+  { name: 'pod-manifest-path', kind: 'string', default: '', help: 'Directory of static pod manifests (YAML or JSON) to run' },
+  { name: 'container-runtime-endpoint', kind: 'string', default: 'unix:///run/containerd/containerd.sock', help: 'CRI endpoint of the container runtime' },
+  { name: 'root-dir', kind: 'string', default: '/var/lib/nodelet', help: "Directory for nodelet's state (and its status socket nodelet.sock)" },
+  { name: 'hostname-override', kind: 'string', default: '', help: 'Node name to use instead of the host name' },
+  { name: 'node-ip', kind: 'string', default: '', help: "The node's IP (default: the address of the default route's interface)" },
+  { name: 'pod-cidr', kind: 'string', default: '', help: "Pod subnet; overrides the host-local range of the pod network's conflist" },
+  { name: 'cni-conf-dir', kind: 'string', default: resolve(packageRoot, 'cni-conf'), help: 'Directory of the pod network conflists' },
+  { name: 'cni-bin-dir', kind: 'string', default: '/usr/lib/cni,/opt/cni/bin', help: 'Comma-separated directories of CNI plugin binaries' },
+  { name: 'cni-cache-dir', kind: 'string', default: '/var/lib/cni', help: 'Directory of cached CNI results' },
+  { name: 'cni-socket', kind: 'string', default: '/run/nodelet/cni.sock', help: "Socket on which the CNI shim reaches nodelet's network executor" },
+  { name: 'pod-logs-dir', kind: 'string', default: '/var/log/pods', help: 'Root of pod log directories' },
+  { name: 'runtime-request-timeout', kind: 'duration', default: '2m', help: 'Timeout of runtime requests (except long-running ones)' },
+  { name: 'sync-frequency', kind: 'duration', default: '1m', help: 'Maximum interval between syncs of a pod' },
+  { name: 'file-check-frequency', kind: 'duration', default: '20s', help: 'Interval between full rescans of the manifest directory' },
+  { name: 'relist-period', kind: 'duration', default: '1s', help: 'Interval between relists of the runtime (pod lifecycle events)' },
+  { name: 'logging-format', kind: 'string', default: '', help: 'json or text (default: text on a terminal, json otherwise)' },
+  { name: 'v', kind: 'int', default: '0', help: 'Log verbosity: 0-1 info, 2-3 debug, 4+ trace' },
+];
+
+/** Parses `90s`, `2m`, `1h30m`, `500ms` into milliseconds, as Go's time.ParseDuration for these units. */
+export function parseDuration(text: string): number {
+  const units: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+  const re = /(\d+(?:\.\d+)?)(ms|s|m|h)/gy;
+  let total = 0;
+  let matched = 0;
+  for (let m = re.exec(text); m; m = re.exec(text)) {
+    total += Number(m[1]) * units[m[2]!]!;
+    matched = re.lastIndex;
+  }
+  if (text === '0') return 0;
+  if (matched === 0 || matched !== text.length) throw new Error(`invalid duration "${text}" (use e.g. 500ms, 20s, 2m, 1h)`);
+  return total;
+}
+
+export interface ParsedFlags {
+  values: Map<string, string>;
+  positional: string[];
+}
+
+export class FlagError extends Error {}
+
+export function parseFlags(argv: string[], specs: FlagSpec[]): ParsedFlags {
+  const byName = new Map(specs.map((s) => [s.name, s]));
+  const values = new Map(specs.map((s) => [s.name, s.default]));
+  const positional: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (!arg.startsWith('-') || arg === '-') {
+      positional.push(arg);
+      continue;
+    }
+    const body = arg.replace(/^--?/, '');
+    const eq = body.indexOf('=');
+    const name = eq >= 0 ? body.slice(0, eq) : body;
+    const spec = byName.get(name);
+    if (!spec) throw new FlagError(`unknown flag: --${name}`);
+    let value: string;
+    if (eq >= 0) value = body.slice(eq + 1);
+    else if (spec.kind === 'bool') value = 'true';
+    else if (i + 1 < argv.length) value = argv[++i]!;
+    else throw new FlagError(`flag needs an argument: --${name}`);
+    if (spec.kind === 'duration') {
+      try {
+        parseDuration(value);
+      } catch (err) {
+        throw new FlagError(`invalid value for --${name}: ${(err as Error).message}`);
+      }
+    }
+    if (spec.kind === 'int' && !/^-?\d+$/.test(value)) throw new FlagError(`invalid value for --${name}: "${value}" is not an integer`);
+    values.set(name, value);
+  }
+  return { values, positional };
+}
+
+export function flagUsage(specs: FlagSpec[]): string {
+  return specs
+    .map((s) => `  --${s.name}${s.kind === 'bool' ? '' : ' ' + s.kind}\n      ${s.help}${s.default ? ` (default "${s.default}")` : ''}`)
+    .join('\n');
+}

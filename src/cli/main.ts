@@ -1,0 +1,109 @@
+// The `nodelet` command: runs the agent (default) or talks to a running one (`nodelet pods`).
+import { Agent, AgentConfigError, statusSocketPath, type AgentConfig } from '../agent/agent.js';
+import { fetchPods } from '../agent/status-api.js';
+import { configureLogger, type LogFormat } from '../log.js';
+import { agentFlags, flagUsage, FlagError, parseDuration, parseFlags, type FlagSpec } from './flags.js';
+import { formatPodJson, formatPodTable } from './print-pods.js';
+
+const podsFlags: FlagSpec[] = [
+  { name: 'root-dir', kind: 'string', default: '/var/lib/nodelet', help: 'Root dir of the running agent (its status socket is there)' },
+  { name: 'output', kind: 'string', default: '', help: 'Output format: wide or json (-o)' },
+  { name: 'o', kind: 'string', default: '', help: 'Short for --output' },
+];
+
+const usage = `nodelet: a kubelet-style node agent for containerd
+
+Usage:
+  nodelet --pod-manifest-path DIR --container-runtime-endpoint unix:///PATH [flags]
+  nodelet pods [-o wide|json] [--root-dir DIR]
+
+Agent flags:
+${flagUsage(agentFlags)}
+`;
+
+function verbosityLevel(v: number): string {
+  return v >= 4 ? 'trace' : v >= 2 ? 'debug' : 'info';
+}
+
+function agentConfig(values: Map<string, string>): AgentConfig {
+  const get = (name: string) => values.get(name) ?? '';
+  return {
+    podManifestPath: get('pod-manifest-path'),
+    runtimeEndpoint: get('container-runtime-endpoint'),
+    rootDir: get('root-dir'),
+    hostnameOverride: get('hostname-override'),
+    nodeIP: get('node-ip'),
+    podCIDR: get('pod-cidr'),
+    cniConfDir: get('cni-conf-dir'),
+    cniBinDirs: get('cni-bin-dir').split(',').map((d) => d.trim()).filter(Boolean),
+    cniCacheDir: get('cni-cache-dir'),
+    cniSocket: get('cni-socket'),
+    podLogsDir: get('pod-logs-dir'),
+    runtimeRequestTimeoutMs: parseDuration(get('runtime-request-timeout')),
+    syncFrequencyMs: parseDuration(get('sync-frequency')),
+    fileCheckFrequencyMs: parseDuration(get('file-check-frequency')),
+    relistPeriodMs: parseDuration(get('relist-period')),
+  };
+}
+
+async function runAgent(argv: string[]): Promise<number> {
+  const { values, positional } = parseFlags(argv, agentFlags);
+  if (positional.length > 0) throw new FlagError(`unexpected argument: ${positional[0]}`);
+  const format = values.get('logging-format') as LogFormat | '';
+  if (format && format !== 'json' && format !== 'text') throw new FlagError(`invalid --logging-format "${format}": use json or text`);
+  const log = configureLogger({ ...(format ? { format } : {}), level: verbosityLevel(Number(values.get('v'))) });
+  const controller = new AbortController();
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(sig, () => {
+      log.info({ signal: sig }, 'Shutting down');
+      controller.abort();
+    });
+  }
+  try {
+    await new Agent(agentConfig(values), log).run(controller.signal);
+    return 0;
+  } catch (err) {
+    if (err instanceof AgentConfigError) {
+      log.fatal(err.message);
+      return 2;
+    }
+    log.fatal({ err }, 'nodelet failed');
+    return 1;
+  }
+}
+
+async function listPods(argv: string[]): Promise<number> {
+  const { values, positional } = parseFlags(argv, podsFlags);
+  if (positional.length > 0) throw new FlagError(`unexpected argument: ${positional[0]}`);
+  const output = values.get('output') || values.get('o') || '';
+  if (output !== '' && output !== 'wide' && output !== 'json') throw new FlagError(`unknown output format "${output}": use wide or json`);
+  const pods = await fetchPods(statusSocketPath(values.get('root-dir')!));
+  if (output === 'json') {
+    process.stdout.write(formatPodJson(pods));
+  } else if (pods.length === 0) {
+    process.stderr.write('No resources found\n');
+  } else {
+    process.stdout.write(formatPodTable(pods, { wide: output === 'wide', now: new Date(), showNamespace: true }));
+  }
+  return 0;
+}
+
+async function main(argv: string[]): Promise<number> {
+  if (argv[0] === '-h' || argv[0] === '--help' || argv[0] === 'help') {
+    process.stdout.write(usage);
+    return 0;
+  }
+  try {
+    if (argv[0] === 'pods') return await listPods(argv.slice(1));
+    return await runAgent(argv);
+  } catch (err) {
+    if (err instanceof FlagError) {
+      process.stderr.write(`nodelet: ${err.message}\nRun 'nodelet --help' for usage.\n`);
+      return 2;
+    }
+    process.stderr.write(`nodelet: ${err instanceof Error ? err.message : String(err)}\n`);
+    return 1;
+  }
+}
+
+process.exit(await main(process.argv.slice(2)));

@@ -1,0 +1,487 @@
+// CRI client: RuntimeService and ImageService (runtime.v1) over the container runtime's unix socket via gRPC.
+import { fileURLToPath } from 'node:url';
+import { Client, credentials, type ServiceError } from '@grpc/grpc-js';
+import { loadSync, type MethodDefinition } from '@grpc/proto-loader';
+import { CriError, isNotFound, toCriError } from './errors.js';
+import type {
+  CallOptions,
+  Container,
+  ContainerConfig,
+  ContainerFilter,
+  ContainerStatus,
+  ExecSyncResult,
+  Image,
+  ImageService,
+  ImageSpec,
+  KeyValueMap,
+  LinuxContainerSecurityContext,
+  LinuxSandboxSecurityContext,
+  Mount,
+  PodSandbox,
+  PodSandboxConfig,
+  PodSandboxFilter,
+  PodSandboxMetadata,
+  PodSandboxStatus,
+  RuntimeService,
+  RuntimeStatus,
+  VersionInfo,
+} from './types.js';
+
+// dist/src/cri/client.js -> <repo>/proto (the same relative path holds for src/cri/client.ts).
+const PROTO_PATH = fileURLToPath(new URL('../../../proto/runtime/v1/api.proto', import.meta.url));
+
+/** Default deadlines; a call's CallOptions.timeoutMs replaces the computed deadline. */
+export const DEFAULT_TIMEOUTS = {
+  /** Mutating runtime calls (kubelet's --runtime-request-timeout default). RunPodSandbox gets twice this,
+   *  StopContainer and ExecSync get this plus their own timeout, like kubelet. */
+  requestMs: 2 * 60_000,
+  /** Version, Status, List*, *Status: cheap reads that a caller repeats anyway. */
+  readMs: 30_000,
+  /** PullImage. */
+  pullMs: 10 * 60_000,
+} as const;
+
+/** Overrides for DEFAULT_TIMEOUTS (requestMs, readMs, pullMs respectively). */
+export interface CriClientOptions {
+  requestTimeoutMs?: number;
+  readTimeoutMs?: number;
+  pullTimeoutMs?: number;
+}
+
+// Like kubelet: 16 MiB responses (ListContainers on a busy node exceeds gRPC's 4 MiB default) and a quick
+// reconnect after a runtime restart (gRPC's default backoff grows to 120 s).
+const CHANNEL_OPTIONS = {
+  'grpc.max_receive_message_length': 16 * 1024 * 1024,
+  'grpc.initial_reconnect_backoff_ms': 100,
+  'grpc.max_reconnect_backoff_ms': 3_000,
+};
+
+// Sent as VersionRequest.version: the CRI API version nodelet speaks.
+const CRI_API_VERSION = 'v1';
+
+type Method = MethodDefinition<object, unknown>;
+let methods: Map<string, Method> | undefined;
+
+/** Loads the proto once per process, on first use. Keys are CRI method names ("ContainerStatus"). */
+function method(name: string): Method {
+  if (methods === undefined) {
+    const pkg = loadSync(PROTO_PATH, { keepCase: false, longs: String, enums: String, defaults: true });
+    methods = new Map();
+    for (const service of ['runtime.v1.RuntimeService', 'runtime.v1.ImageService']) {
+      for (const [rpc, def] of Object.entries(pkg[service] as Record<string, Method>)) methods.set(rpc, def);
+    }
+  }
+  const def = methods.get(name);
+  if (def === undefined) throw new Error(`CRI method ${name} is not in ${PROTO_PATH}`);
+  return def;
+}
+
+/** Turns a kubelet-style --container-runtime-endpoint ("unix:///path" or a bare "/path") into a gRPC target. */
+export function grpcTarget(endpoint: string): string {
+  if (endpoint.startsWith('unix:')) return endpoint;
+  if (endpoint.startsWith('/')) return `unix://${endpoint}`;
+  throw new CriError('InvalidArgument', 'Connect', `unsupported CRI endpoint "${endpoint}": expected unix:///path or /path`);
+}
+
+export class CriClient implements RuntimeService, ImageService {
+  readonly target: string;
+  private readonly timeouts: Required<CriClientOptions>;
+  private grpc: Client | undefined;
+  private closed = false;
+
+  /** Does no I/O: the proto is loaded and the socket connected on the first call. */
+  constructor(endpoint: string, options: CriClientOptions = {}) {
+    this.target = grpcTarget(endpoint);
+    this.timeouts = {
+      requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_TIMEOUTS.requestMs,
+      readTimeoutMs: options.readTimeoutMs ?? DEFAULT_TIMEOUTS.readMs,
+      pullTimeoutMs: options.pullTimeoutMs ?? DEFAULT_TIMEOUTS.pullMs,
+    };
+  }
+
+  /** Closes the channel; later calls reject with kind Cancelled. */
+  close(): void {
+    this.closed = true;
+    this.grpc?.close();
+    this.grpc = undefined;
+  }
+
+  // ---- RuntimeService ----
+
+  async version(opts?: CallOptions): Promise<VersionInfo> {
+    const r = await this.call<WireVersionResponse>('Version', { version: CRI_API_VERSION }, this.timeouts.readTimeoutMs, opts);
+    return {
+      version: r.version,
+      runtimeName: r.runtimeName,
+      runtimeVersion: r.runtimeVersion,
+      runtimeApiVersion: r.runtimeApiVersion,
+    };
+  }
+
+  async status(opts?: CallOptions): Promise<RuntimeStatus> {
+    const r = await this.call<WireStatusResponse>('Status', { verbose: false }, this.timeouts.readTimeoutMs, opts);
+    return { conditions: r.status?.conditions ?? [] };
+  }
+
+  async runPodSandbox(config: PodSandboxConfig, runtimeHandler = '', opts?: CallOptions): Promise<string> {
+    const r = await this.call<{ podSandboxId: string }>(
+      'RunPodSandbox',
+      { config: wireSandboxConfig(config), runtimeHandler },
+      2 * this.timeouts.requestTimeoutMs,
+      opts,
+    );
+    if (r.podSandboxId === '') throw new CriError('Unknown', 'RunPodSandbox', 'runtime returned an empty sandbox id');
+    return r.podSandboxId;
+  }
+
+  async stopPodSandbox(podSandboxId: string, opts?: CallOptions): Promise<void> {
+    await this.call('StopPodSandbox', { podSandboxId }, this.timeouts.requestTimeoutMs, opts);
+  }
+
+  async removePodSandbox(podSandboxId: string, opts?: CallOptions): Promise<void> {
+    // containerd already treats an absent sandbox as removed; the contract holds for runtimes that do not.
+    await this.call('RemovePodSandbox', { podSandboxId }, this.timeouts.requestTimeoutMs, opts).catch(ignoreNotFound);
+  }
+
+  async podSandboxStatus(podSandboxId: string, verbose = false, opts?: CallOptions): Promise<PodSandboxStatus> {
+    const r = await this.call<WirePodSandboxStatusResponse>(
+      'PodSandboxStatus',
+      { podSandboxId, verbose },
+      this.timeouts.readTimeoutMs,
+      opts,
+    );
+    const s = r.status;
+    if (s === null) throw new CriError('Unknown', 'PodSandboxStatus', `runtime returned no status for sandbox ${podSandboxId}`);
+    const ips: string[] = [];
+    if (s.network !== null) {
+      if (s.network.ip !== '') ips.push(s.network.ip);
+      for (const extra of s.network.additionalIps) if (extra.ip !== '') ips.push(extra.ip);
+    }
+    return {
+      id: s.id,
+      metadata: sandboxMetadata(s.metadata),
+      state: s.state,
+      createdAt: nsToMs(s.createdAt),
+      ips,
+      labels: s.labels,
+      annotations: s.annotations,
+      info: r.info,
+    };
+  }
+
+  async listPodSandbox(filter?: PodSandboxFilter, opts?: CallOptions): Promise<PodSandbox[]> {
+    const wireFilter = filter && {
+      id: filter.id,
+      state: filter.state === undefined ? undefined : { state: filter.state },
+      labelSelector: filter.labelSelector,
+    };
+    const r = await this.call<{ items: WirePodSandbox[] }>('ListPodSandbox', { filter: wireFilter }, this.timeouts.readTimeoutMs, opts);
+    return r.items.map((p) => ({
+      id: p.id,
+      metadata: sandboxMetadata(p.metadata),
+      state: p.state,
+      createdAt: nsToMs(p.createdAt),
+      labels: p.labels,
+      annotations: p.annotations,
+      runtimeHandler: p.runtimeHandler,
+    }));
+  }
+
+  async createContainer(
+    podSandboxId: string,
+    config: ContainerConfig,
+    sandboxConfig: PodSandboxConfig,
+    opts?: CallOptions,
+  ): Promise<string> {
+    const r = await this.call<{ containerId: string }>(
+      'CreateContainer',
+      { podSandboxId, config: wireContainerConfig(config), sandboxConfig: wireSandboxConfig(sandboxConfig) },
+      this.timeouts.requestTimeoutMs,
+      opts,
+    );
+    if (r.containerId === '') throw new CriError('Unknown', 'CreateContainer', 'runtime returned an empty container id');
+    return r.containerId;
+  }
+
+  async startContainer(containerId: string, opts?: CallOptions): Promise<void> {
+    await this.call('StartContainer', { containerId }, this.timeouts.requestTimeoutMs, opts);
+  }
+
+  async stopContainer(containerId: string, timeoutSeconds: number, opts?: CallOptions): Promise<void> {
+    // The runtime waits up to timeoutSeconds before SIGKILL, so the deadline has to cover that wait.
+    const deadline = this.timeouts.requestTimeoutMs + Math.max(0, timeoutSeconds) * 1000;
+    await this.call('StopContainer', { containerId, timeout: timeoutSeconds }, deadline, opts);
+  }
+
+  async removeContainer(containerId: string, opts?: CallOptions): Promise<void> {
+    await this.call('RemoveContainer', { containerId }, this.timeouts.requestTimeoutMs, opts).catch(ignoreNotFound);
+  }
+
+  async listContainers(filter?: ContainerFilter, opts?: CallOptions): Promise<Container[]> {
+    const wireFilter = filter && {
+      id: filter.id,
+      state: filter.state === undefined ? undefined : { state: filter.state },
+      podSandboxId: filter.podSandboxId,
+      labelSelector: filter.labelSelector,
+    };
+    const r = await this.call<{ containers: WireContainer[] }>(
+      'ListContainers',
+      { filter: wireFilter },
+      this.timeouts.readTimeoutMs,
+      opts,
+    );
+    return r.containers.map((c) => ({
+      id: c.id,
+      podSandboxId: c.podSandboxId,
+      metadata: containerMetadata(c.metadata),
+      image: imageSpec(c.image),
+      imageRef: c.imageRef,
+      state: c.state,
+      createdAt: nsToMs(c.createdAt),
+      labels: c.labels,
+      annotations: c.annotations,
+    }));
+  }
+
+  async containerStatus(containerId: string, verbose = false, opts?: CallOptions): Promise<ContainerStatus> {
+    const r = await this.call<WireContainerStatusResponse>(
+      'ContainerStatus',
+      { containerId, verbose },
+      this.timeouts.readTimeoutMs,
+      opts,
+    );
+    const s = r.status;
+    if (s === null) throw new CriError('Unknown', 'ContainerStatus', `runtime returned no status for container ${containerId}`);
+    return {
+      id: s.id,
+      metadata: containerMetadata(s.metadata),
+      state: s.state,
+      createdAt: nsToMs(s.createdAt),
+      startedAt: nsToMs(s.startedAt),
+      finishedAt: nsToMs(s.finishedAt),
+      exitCode: s.exitCode,
+      image: imageSpec(s.image),
+      imageRef: s.imageRef,
+      reason: s.reason,
+      message: s.message,
+      labels: s.labels,
+      annotations: s.annotations,
+      mounts: s.mounts,
+      logPath: s.logPath,
+      info: r.info,
+    };
+  }
+
+  async execSync(containerId: string, cmd: string[], timeoutSeconds: number, opts?: CallOptions): Promise<ExecSyncResult> {
+    // The runtime enforces timeoutSeconds itself (answering DeadlineExceeded); our deadline only backs it up.
+    const deadline = this.timeouts.requestTimeoutMs + Math.max(0, timeoutSeconds) * 1000;
+    const r = await this.call<{ stdout: Buffer; stderr: Buffer; exitCode: number }>(
+      'ExecSync',
+      { containerId, cmd, timeout: timeoutSeconds },
+      deadline,
+      opts,
+    );
+    return { stdout: r.stdout, stderr: r.stderr, exitCode: r.exitCode };
+  }
+
+  // ---- ImageService ----
+
+  async imageStatus(image: string, opts?: CallOptions): Promise<Image | undefined> {
+    const r = await this.call<{ image: WireImage | null }>(
+      'ImageStatus',
+      { image: { image }, verbose: false },
+      this.timeouts.readTimeoutMs,
+      opts,
+    );
+    // CRI answers an absent image with an empty response, not NotFound.
+    return r.image === null || r.image.id === '' ? undefined : fromWireImage(r.image);
+  }
+
+  async pullImage(image: string, sandboxConfig?: PodSandboxConfig, opts?: CallOptions): Promise<string> {
+    const r = await this.call<{ imageRef: string }>(
+      'PullImage',
+      { image: { image }, sandboxConfig: sandboxConfig && wireSandboxConfig(sandboxConfig) },
+      this.timeouts.pullTimeoutMs,
+      opts,
+    );
+    return r.imageRef;
+  }
+
+  async listImages(opts?: CallOptions): Promise<Image[]> {
+    const r = await this.call<{ images: WireImage[] }>('ListImages', {}, this.timeouts.readTimeoutMs, opts);
+    return r.images.map(fromWireImage);
+  }
+
+  async removeImage(image: string, opts?: CallOptions): Promise<void> {
+    await this.call('RemoveImage', { image: { image } }, this.timeouts.requestTimeoutMs, opts);
+  }
+
+  // ---- transport ----
+
+  private channel(): Client {
+    this.grpc ??= new Client(this.target, credentials.createInsecure(), CHANNEL_OPTIONS);
+    return this.grpc;
+  }
+
+  /** One unary call with a deadline, cancelled when opts.signal aborts; rejects with CriError. */
+  private call<Res>(name: string, request: object, defaultTimeoutMs: number, opts: CallOptions | undefined): Promise<Res> {
+    const signal = opts?.signal;
+    const deadline = Date.now() + (opts?.timeoutMs ?? defaultTimeoutMs);
+    return new Promise<Res>((resolve, reject) => {
+      if (this.closed) return reject(new CriError('Cancelled', name, 'CRI client is closed'));
+      if (signal?.aborted) {
+        return reject(new CriError('Cancelled', name, 'aborted before the call was sent', undefined, { cause: signal.reason }));
+      }
+      let call: ReturnType<Client['makeUnaryRequest']>;
+      const onAbort = (): void => call.cancel();
+      try {
+        const def = method(name);
+        call = this.channel().makeUnaryRequest<object, unknown>(
+          def.path,
+          def.requestSerialize,
+          def.responseDeserialize,
+          request,
+          { deadline },
+          (err: ServiceError | null, response?: unknown) => {
+            signal?.removeEventListener('abort', onAbort);
+            if (err) reject(toCriError(name, err));
+            else resolve(response as Res);
+          },
+        );
+      } catch (err) {
+        return reject(toCriError(name, err));
+      }
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+}
+
+function ignoreNotFound(err: unknown): void {
+  if (!isNotFound(err)) throw err;
+}
+
+// ---- request mapping: types.ts shapes -> proto-loader objects (camelCase field names are shared) ----
+
+function int64Value(v: number | undefined): { value: number } | undefined {
+  return v === undefined ? undefined : { value: v };
+}
+
+function wireSandboxSecurityContext(sc: LinuxSandboxSecurityContext | undefined): object | undefined {
+  return sc && { ...sc, runAsUser: int64Value(sc.runAsUser), runAsGroup: int64Value(sc.runAsGroup) };
+}
+
+function wireContainerSecurityContext(sc: LinuxContainerSecurityContext | undefined): object | undefined {
+  return sc && { ...sc, runAsUser: int64Value(sc.runAsUser), runAsGroup: int64Value(sc.runAsGroup) };
+}
+
+function wireSandboxConfig(c: PodSandboxConfig): object {
+  return {
+    ...c,
+    linux: c.linux && { ...c.linux, securityContext: wireSandboxSecurityContext(c.linux.securityContext) },
+  };
+}
+
+function wireContainerConfig(c: ContainerConfig): object {
+  return {
+    ...c,
+    linux: c.linux && { ...c.linux, securityContext: wireContainerSecurityContext(c.linux.securityContext) },
+  };
+}
+
+// ---- response mapping: proto-loader objects (defaults filled, unset messages null, int64 as string) -> types.ts ----
+
+type Int64 = string;
+
+interface WireVersionResponse {
+  version: string;
+  runtimeName: string;
+  runtimeVersion: string;
+  runtimeApiVersion: string;
+}
+
+interface WireStatusResponse {
+  status: RuntimeStatus | null;
+}
+
+interface WirePodSandbox {
+  id: string;
+  metadata: PodSandboxMetadata | null;
+  state: PodSandbox['state'];
+  createdAt: Int64;
+  labels: KeyValueMap;
+  annotations: KeyValueMap;
+  runtimeHandler: string;
+}
+
+interface WirePodSandboxStatusResponse {
+  status:
+    | (Omit<WirePodSandbox, 'runtimeHandler'> & {
+        network: { ip: string; additionalIps: { ip: string }[] } | null;
+      })
+    | null;
+  info: KeyValueMap;
+}
+
+interface WireContainer {
+  id: string;
+  podSandboxId: string;
+  metadata: { name: string; attempt: number } | null;
+  image: { image: string; annotations: KeyValueMap } | null;
+  imageRef: string;
+  state: Container['state'];
+  createdAt: Int64;
+  labels: KeyValueMap;
+  annotations: KeyValueMap;
+}
+
+interface WireContainerStatusResponse {
+  status:
+    | (Omit<WireContainer, 'podSandboxId'> & {
+        startedAt: Int64;
+        finishedAt: Int64;
+        exitCode: number;
+        reason: string;
+        message: string;
+        mounts: Mount[];
+        logPath: string;
+      })
+    | null;
+  info: KeyValueMap;
+}
+
+interface WireImage {
+  id: string;
+  repoTags: string[];
+  repoDigests: string[];
+  size: Int64;
+  uid: { value: Int64 } | null;
+  username: string;
+}
+
+/** CRI timestamps are int64 nanoseconds since the epoch; 0 stays 0 ("not happened"). */
+function nsToMs(ns: Int64): number {
+  return Math.floor(Number(ns) / 1e6);
+}
+
+function sandboxMetadata(m: PodSandboxMetadata | null): PodSandboxMetadata {
+  return m ?? { name: '', uid: '', namespace: '', attempt: 0 };
+}
+
+function containerMetadata(m: { name: string; attempt: number } | null): { name: string; attempt: number } {
+  return m ?? { name: '', attempt: 0 };
+}
+
+function imageSpec(s: { image: string; annotations: KeyValueMap } | null): ImageSpec {
+  return s ?? { image: '', annotations: {} };
+}
+
+function fromWireImage(i: WireImage): Image {
+  return {
+    id: i.id,
+    repoTags: i.repoTags,
+    repoDigests: i.repoDigests,
+    size: Number(i.size),
+    uid: i.uid === null ? undefined : Number(i.uid.value),
+    username: i.username,
+  };
+}

@@ -1,0 +1,305 @@
+// The CRI (runtime.v1) messages nodelet uses, as plain TypeScript shapes independent of gRPC.
+// Field names follow the proto in camelCase; int64 timestamps (nanoseconds) become milliseconds.
+
+export type KeyValueMap = Record<string, string>;
+
+export interface PodSandboxMetadata {
+  name: string;
+  uid: string;
+  namespace: string;
+  attempt: number;
+}
+
+export interface DnsConfig {
+  servers: string[];
+  searches: string[];
+  options: string[];
+}
+
+export type Protocol = 'TCP' | 'UDP' | 'SCTP';
+
+export interface PortMapping {
+  protocol: Protocol;
+  containerPort: number;
+  hostPort: number;
+  hostIp: string;
+}
+
+/** CRI NamespaceMode: POD = 0, CONTAINER = 1, NODE = 2, TARGET = 3. */
+export type NamespaceMode = 'POD' | 'CONTAINER' | 'NODE' | 'TARGET';
+
+export interface NamespaceOption {
+  network: NamespaceMode;
+  pid: NamespaceMode;
+  ipc: NamespaceMode;
+}
+
+/** CRI SecurityProfile (seccomp or AppArmor). localhostRef names the profile when profileType is Localhost. */
+export interface SecurityProfile {
+  profileType: 'RuntimeDefault' | 'Unconfined' | 'Localhost';
+  localhostRef?: string;
+}
+
+export interface LinuxSandboxSecurityContext {
+  namespaceOptions?: NamespaceOption;
+  runAsUser?: number;
+  runAsGroup?: number;
+  readonlyRootfs?: boolean;
+  supplementalGroups?: number[];
+  privileged?: boolean;
+  seccomp?: SecurityProfile;
+  apparmor?: SecurityProfile;
+}
+
+export interface LinuxPodSandboxConfig {
+  cgroupParent?: string;
+  securityContext?: LinuxSandboxSecurityContext;
+  sysctls?: KeyValueMap;
+}
+
+export interface PodSandboxConfig {
+  metadata: PodSandboxMetadata;
+  hostname: string;
+  logDirectory: string;
+  dnsConfig?: DnsConfig;
+  portMappings: PortMapping[];
+  labels: KeyValueMap;
+  annotations: KeyValueMap;
+  linux?: LinuxPodSandboxConfig;
+}
+
+export type PodSandboxState = 'SANDBOX_READY' | 'SANDBOX_NOTREADY';
+
+export interface PodSandbox {
+  id: string;
+  metadata: PodSandboxMetadata;
+  state: PodSandboxState;
+  createdAt: number;
+  labels: KeyValueMap;
+  annotations: KeyValueMap;
+  runtimeHandler: string;
+}
+
+export interface PodSandboxStatus {
+  id: string;
+  metadata: PodSandboxMetadata;
+  state: PodSandboxState;
+  createdAt: number;
+  /** Primary IP first, then additional IPs; empty for host-network sandboxes or before networking. */
+  ips: string[];
+  labels: KeyValueMap;
+  annotations: KeyValueMap;
+  /** Verbose info (e.g. containerd's "info" JSON), only when requested. */
+  info: KeyValueMap;
+}
+
+export interface PodSandboxFilter {
+  id?: string;
+  state?: PodSandboxState;
+  labelSelector?: KeyValueMap;
+}
+
+export interface ContainerMetadata {
+  name: string;
+  attempt: number;
+}
+
+export interface ImageSpec {
+  image: string;
+  annotations?: KeyValueMap;
+}
+
+export interface KeyValue {
+  key: string;
+  value: string;
+}
+
+export type MountPropagation = 'PROPAGATION_PRIVATE' | 'PROPAGATION_HOST_TO_CONTAINER' | 'PROPAGATION_BIDIRECTIONAL';
+
+export interface Mount {
+  containerPath: string;
+  hostPath: string;
+  readonly?: boolean;
+  selinuxRelabel?: boolean;
+  propagation?: MountPropagation;
+}
+
+export interface LinuxContainerResources {
+  cpuPeriod?: number;
+  cpuQuota?: number;
+  cpuShares?: number;
+  memoryLimitInBytes?: number;
+  oomScoreAdj?: number;
+  cpusetCpus?: string;
+  cpusetMems?: string;
+}
+
+export interface Capability {
+  addCapabilities?: string[];
+  dropCapabilities?: string[];
+}
+
+export interface LinuxContainerSecurityContext {
+  capabilities?: Capability;
+  privileged?: boolean;
+  namespaceOptions?: NamespaceOption;
+  runAsUser?: number;
+  runAsGroup?: number;
+  runAsUsername?: string;
+  readonlyRootfs?: boolean;
+  supplementalGroups?: number[];
+  noNewPrivs?: boolean;
+  /**
+   * Unset or empty means NOTHING is masked on containerd 1.6 (it clears its own defaults unless
+   * disable_proc_mount is set); kubelet therefore always sends its default lists for unprivileged containers.
+   */
+  maskedPaths?: string[];
+  readonlyPaths?: string[];
+  seccomp?: SecurityProfile;
+  apparmor?: SecurityProfile;
+}
+
+export interface Device {
+  containerPath: string;
+  hostPath: string;
+  /** cgroup device permissions, a combination of r, w and m. */
+  permissions: string;
+}
+
+export interface LinuxContainerConfig {
+  resources?: LinuxContainerResources;
+  securityContext?: LinuxContainerSecurityContext;
+}
+
+export interface ContainerConfig {
+  metadata: ContainerMetadata;
+  image: ImageSpec;
+  command: string[];
+  args: string[];
+  workingDir: string;
+  envs: KeyValue[];
+  mounts: Mount[];
+  devices?: Device[];
+  labels: KeyValueMap;
+  annotations: KeyValueMap;
+  /** Relative to the sandbox's log directory. */
+  logPath: string;
+  stdin?: boolean;
+  stdinOnce?: boolean;
+  tty?: boolean;
+  linux?: LinuxContainerConfig;
+}
+
+export type ContainerState = 'CONTAINER_CREATED' | 'CONTAINER_RUNNING' | 'CONTAINER_EXITED' | 'CONTAINER_UNKNOWN';
+
+export interface Container {
+  id: string;
+  podSandboxId: string;
+  metadata: ContainerMetadata;
+  image: ImageSpec;
+  imageRef: string;
+  state: ContainerState;
+  createdAt: number;
+  labels: KeyValueMap;
+  annotations: KeyValueMap;
+}
+
+export interface ContainerFilter {
+  id?: string;
+  state?: ContainerState;
+  podSandboxId?: string;
+  labelSelector?: KeyValueMap;
+}
+
+export interface ContainerStatus {
+  id: string;
+  metadata: ContainerMetadata;
+  state: ContainerState;
+  createdAt: number;
+  /** 0 when the container has not started. */
+  startedAt: number;
+  /** 0 when the container has not finished. */
+  finishedAt: number;
+  exitCode: number;
+  image: ImageSpec;
+  imageRef: string;
+  /** Short machine-readable reason from the runtime, e.g. "Completed", "Error", "OOMKilled". */
+  reason: string;
+  message: string;
+  labels: KeyValueMap;
+  annotations: KeyValueMap;
+  mounts: Mount[];
+  logPath: string;
+  info: KeyValueMap;
+}
+
+export interface RuntimeCondition {
+  type: string;
+  status: boolean;
+  reason: string;
+  message: string;
+}
+
+export interface RuntimeStatus {
+  conditions: RuntimeCondition[];
+}
+
+export interface VersionInfo {
+  version: string;
+  runtimeName: string;
+  runtimeVersion: string;
+  runtimeApiVersion: string;
+}
+
+export interface ExecSyncResult {
+  stdout: Buffer;
+  stderr: Buffer;
+  exitCode: number;
+}
+
+export interface Image {
+  id: string;
+  repoTags: string[];
+  repoDigests: string[];
+  size: number;
+  /** Numeric uid the image runs as, when the image names one. */
+  uid?: number;
+  username: string;
+}
+
+/** Per-call options: every call has a deadline; a signal cancels it early. */
+export interface CallOptions {
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+/** The CRI RuntimeService as nodelet uses it. Implementations map gRPC errors to CriError. */
+export interface RuntimeService {
+  version(opts?: CallOptions): Promise<VersionInfo>;
+  status(opts?: CallOptions): Promise<RuntimeStatus>;
+  runPodSandbox(config: PodSandboxConfig, runtimeHandler?: string, opts?: CallOptions): Promise<string>;
+  /** Idempotent: stopping a stopped sandbox succeeds. */
+  stopPodSandbox(podSandboxId: string, opts?: CallOptions): Promise<void>;
+  /** Idempotent: removing an absent sandbox succeeds. Removes the sandbox's containers too. */
+  removePodSandbox(podSandboxId: string, opts?: CallOptions): Promise<void>;
+  podSandboxStatus(podSandboxId: string, verbose?: boolean, opts?: CallOptions): Promise<PodSandboxStatus>;
+  listPodSandbox(filter?: PodSandboxFilter, opts?: CallOptions): Promise<PodSandbox[]>;
+  createContainer(podSandboxId: string, config: ContainerConfig, sandboxConfig: PodSandboxConfig, opts?: CallOptions): Promise<string>;
+  startContainer(containerId: string, opts?: CallOptions): Promise<void>;
+  /** Sends the stop signal, then SIGKILL after timeoutSeconds. The call deadline must exceed the timeout. */
+  stopContainer(containerId: string, timeoutSeconds: number, opts?: CallOptions): Promise<void>;
+  removeContainer(containerId: string, opts?: CallOptions): Promise<void>;
+  listContainers(filter?: ContainerFilter, opts?: CallOptions): Promise<Container[]>;
+  containerStatus(containerId: string, verbose?: boolean, opts?: CallOptions): Promise<ContainerStatus>;
+  execSync(containerId: string, cmd: string[], timeoutSeconds: number, opts?: CallOptions): Promise<ExecSyncResult>;
+}
+
+/** The CRI ImageService as nodelet uses it. */
+export interface ImageService {
+  /** Undefined when the image is not present. */
+  imageStatus(image: string, opts?: CallOptions): Promise<Image | undefined>;
+  /** Returns the image reference (digest or id) the runtime stored. */
+  pullImage(image: string, sandboxConfig?: PodSandboxConfig, opts?: CallOptions): Promise<string>;
+  listImages(opts?: CallOptions): Promise<Image[]>;
+  removeImage(image: string, opts?: CallOptions): Promise<void>;
+}

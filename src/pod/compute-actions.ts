@@ -1,0 +1,175 @@
+// Decides what a sync must do for one pod, from its desired spec and the runtime's observed state (pure).
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import { isInBackoffSince, type BackoffEntry, type BackoffPolicy } from './backoff.js';
+import { containerHash } from './container-hash.js';
+import { latestContainer, type ContainerObservation, type PodRuntimeState, type SandboxObservation } from './runtime-state.js';
+
+export interface ContainerToStart {
+  name: string;
+  /** Index in spec.containers. */
+  specIndex: number;
+  restartCount: number;
+  reason: string;
+}
+
+export interface ContainerToKill {
+  id: string;
+  name: string;
+  reason: string;
+}
+
+export interface ContainerInBackoff {
+  name: string;
+  /** When the back-off ends and a sync should retry (ms since epoch). */
+  retryAt: number;
+  durationMs: number;
+}
+
+/** The plain record a sync executes, in the order its fields are listed. */
+export interface PodActions {
+  /** Stop every running container and the sandbox first. */
+  killPod: boolean;
+  createSandbox: boolean;
+  /** The sandbox containers start in; empty when createSandbox (the executor fills in the new one). */
+  sandboxId: string;
+  /** Attempt number of the sandbox to create. */
+  attempt: number;
+  containersToKill: ContainerToKill[];
+  containersToStart: ContainerToStart[];
+  /** Containers that would restart now but are held back by crash-loop back-off. */
+  containersInBackoff: ContainerInBackoff[];
+}
+
+export interface ComputeContext {
+  now: number;
+  backoffPolicy: BackoffPolicy;
+  /** The crash-loop back-off entry kept for a container of this pod. */
+  crashBackoff: (containerName: string) => BackoffEntry | undefined;
+}
+
+/** kubelet's ShouldContainerBeRestarted: does the latest instance of a container call for a new one? */
+export function shouldContainerBeRestarted(latest: ContainerObservation | undefined, restartPolicy: string): boolean {
+  if (!latest) return true;
+  if (latest.state === 'running') return false;
+  if (latest.state === 'unknown' || latest.state === 'created') return true;
+  if (restartPolicy === 'Never') return false;
+  if (restartPolicy === 'OnFailure' && latest.exitCode === 0) return false;
+  return true;
+}
+
+/** The sandbox to keep, or undefined when a new one is needed (none, not ready, several ready, or no IP). */
+export function reusableSandbox(pod: V1Pod, state: PodRuntimeState): SandboxObservation | undefined {
+  const latest = state.sandboxes[0];
+  if (!latest || !latest.ready) return undefined;
+  if (state.sandboxes.filter((s) => s.ready).length > 1) return undefined;
+  if (!pod.spec?.hostNetwork && latest.ips.length === 0) return undefined;
+  return latest;
+}
+
+function restartReason(latest: ContainerObservation | undefined): string {
+  if (!latest) return 'container has not been started';
+  if (latest.state === 'exited') return `container exited with code ${latest.exitCode ?? 'unknown'}`;
+  return `container is in ${latest.state} state`;
+}
+
+/**
+ * Plans one container's (re)start: undefined when it must not start, a back-off entry when it
+ * would but crash-loop back-off holds it, else the start itself.
+ */
+function planStart(
+  container: V1Container,
+  specIndex: number,
+  latest: ContainerObservation | undefined,
+  ctx: ComputeContext,
+): ContainerToStart | ContainerInBackoff {
+  const restartCount = latest ? latest.restartCount + 1 : 0;
+  if (latest?.state === 'exited' && latest.finishedAt !== undefined) {
+    const entry = ctx.crashBackoff(container.name);
+    if (entry && isInBackoffSince(ctx.backoffPolicy, entry, latest.finishedAt, ctx.now)) {
+      return { name: container.name, retryAt: latest.finishedAt + entry.durationMs, durationMs: entry.durationMs };
+    }
+  }
+  return { name: container.name, specIndex, restartCount, reason: restartReason(latest) };
+}
+
+function isStart(plan: ContainerToStart | ContainerInBackoff): plan is ContainerToStart {
+  return 'specIndex' in plan;
+}
+
+export function computePodActions(pod: V1Pod, state: PodRuntimeState, ctx: ComputeContext): PodActions {
+  const containers = pod.spec?.containers ?? [];
+  const restartPolicy = pod.spec?.restartPolicy ?? 'Always';
+  const sandbox = reusableSandbox(pod, state);
+  const anythingAlive = state.sandboxes.some((s) => s.ready) || state.containers.some((c) => c.state === 'running');
+  const actions: PodActions = {
+    killPod: false,
+    createSandbox: false,
+    sandboxId: sandbox?.id ?? '',
+    attempt: 0,
+    containersToKill: [],
+    containersToStart: [],
+    containersInBackoff: [],
+  };
+  const addPlan = (plan: ContainerToStart | ContainerInBackoff) =>
+    isStart(plan) ? actions.containersToStart.push(plan) : actions.containersInBackoff.push(plan);
+
+  if (!sandbox) {
+    // Everything restarts in a new sandbox, unless the pod must not run again.
+    actions.killPod = anythingAlive;
+    actions.attempt = state.sandboxes[0] ? state.sandboxes[0].attempt + 1 : 0;
+    if (restartPolicy === 'Never' && state.sandboxes.length > 0 && state.containers.length > 0) return actions;
+    containers.forEach((c, i) => {
+      const latest = latestContainer(state, c.name);
+      if (restartPolicy === 'OnFailure' && latest?.state === 'exited' && latest.exitCode === 0) return;
+      addPlan(planStart(c, i, latest, ctx));
+    });
+    actions.createSandbox = actions.containersToStart.length + actions.containersInBackoff.length > 0;
+    return actions;
+  }
+
+  const specNames = new Set(containers.map((c) => c.name));
+  let keepCount = 0;
+  containers.forEach((c, i) => {
+    const latest = latestContainer(state, c.name);
+    if (latest?.state === 'unknown') {
+      actions.containersToKill.push({ id: latest.id, name: c.name, reason: 'Container is in unknown state, try killing it before removal' });
+    }
+    if (!latest || latest.state !== 'running') {
+      if (shouldContainerBeRestarted(latest, restartPolicy)) addPlan(planStart(c, i, latest, ctx));
+      return;
+    }
+    if (latest.sandboxId !== sandbox.id) {
+      actions.containersToKill.push({ id: latest.id, name: c.name, reason: 'Container runs in a sandbox that is not the pod\'s current one' });
+      addPlan(planStart(c, i, latest, ctx));
+      return;
+    }
+    if (latest.hash !== containerHash(c)) {
+      actions.containersToKill.push({ id: latest.id, name: c.name, reason: `Container ${c.name} definition changed` });
+      addPlan({ name: c.name, specIndex: i, restartCount: latest.restartCount + 1, reason: 'container definition changed' });
+      return;
+    }
+    keepCount++;
+  });
+
+  // Running containers that are not the latest instance of a spec container do not belong.
+  for (const c of state.containers) {
+    if (c.state !== 'running') continue;
+    if (!specNames.has(c.name)) {
+      actions.containersToKill.push({ id: c.id, name: c.name, reason: 'Container is not in the pod spec' });
+    } else if (latestContainer(state, c.name)?.id !== c.id) {
+      actions.containersToKill.push({ id: c.id, name: c.name, reason: 'Container is superseded by a newer instance' });
+    }
+  }
+
+  if (keepCount === 0 && actions.containersToStart.length === 0 && actions.containersInBackoff.length === 0) {
+    // Nothing runs and nothing will: the pod is done, so its sandbox (and network) goes.
+    actions.killPod = true;
+    actions.containersToKill = [];
+  }
+  return actions;
+}
+
+/** True when the actions would change nothing in the runtime. */
+export function isNoop(actions: PodActions): boolean {
+  return !actions.killPod && !actions.createSandbox && actions.containersToKill.length === 0 && actions.containersToStart.length === 0;
+}

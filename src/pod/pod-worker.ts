@@ -1,0 +1,201 @@
+// One pod's worker: serialises its syncs and walks it one way through syncing -> terminating -> terminated.
+import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import type { Logger } from '../log.js';
+import { computePodActions, isNoop, type PodActions } from './compute-actions.js';
+import { canonicalJson } from '../canonical-json.js';
+import type { RuntimeObserver } from './runtime-observer.js';
+import { podLogDirectory, terminationGracePeriodSeconds } from './runtime-config.js';
+import { derivePodStatus, type WaitingReason } from './status.js';
+import type { StepResult } from './sync-result.js';
+import { collectPodGarbage, crashBackoffKey, executePodActions, terminatePod, type SyncDeps } from './sync-pod.js';
+import { unsupportedPodFields } from './unsupported.js';
+
+export interface PodWorkerDeps extends SyncDeps {
+  observer: RuntimeObserver;
+  hostIP: () => string;
+  runtimeName: () => string;
+  /** How often a pod is synced with nothing to wake it (kubelet's syncFrequency). */
+  resyncIntervalMs: number;
+  /** How soon a failed sync is retried. */
+  errorRetryMs: number;
+  log: Logger;
+}
+
+export type PodLifecycle = 'syncing' | 'terminating' | 'terminated';
+
+/** What a worker knows of a pod it has no spec for (found in the runtime, or removed). */
+export interface PodIdentity {
+  uid: string;
+  name: string;
+  namespace: string;
+  gracePeriodSeconds: number;
+}
+
+export class PodWorker {
+  private lifecycle: PodLifecycle;
+  private status?: V1PodStatus;
+  private readonly reasons = new Map<string, WaitingReason>();
+  private timer?: NodeJS.Timeout;
+  private inFlight?: AbortController;
+  private running = false;
+  private pending = false;
+  private resolveTerminated!: () => void;
+  /** Resolves once the pod is gone from the runtime. */
+  readonly terminated = new Promise<void>((resolve) => (this.resolveTerminated = resolve));
+  private readonly log: Logger;
+  private warnedUnsupported = false;
+
+  constructor(
+    private readonly deps: PodWorkerDeps,
+    private pod: V1Pod | undefined,
+    private readonly identity: PodIdentity,
+  ) {
+    this.lifecycle = pod ? 'syncing' : 'terminating';
+    this.log = deps.log.child({ pod: `${identity.namespace}/${identity.name}`, podUid: identity.uid });
+  }
+
+  get uid(): string {
+    return this.identity.uid;
+  }
+
+  get state(): PodLifecycle {
+    return this.lifecycle;
+  }
+
+  /** The pod with its latest derived status; undefined for a pod known only from the runtime. */
+  apiPod(): V1Pod | undefined {
+    return this.pod ? { ...this.pod, status: this.status ?? { phase: 'Pending' } } : undefined;
+  }
+
+  /** A new desired spec for the same UID; the latest one wins. */
+  update(pod: V1Pod): void {
+    if (this.lifecycle !== 'syncing') return;
+    if (this.pod && canonicalJson(this.pod) === canonicalJson(pod)) return;
+    this.pod = pod;
+    this.wake();
+  }
+
+  /** Starts termination: an in-flight sync is cancelled, then the pod is torn down with the grace period. */
+  terminate(gracePeriodSeconds?: number): void {
+    if (this.lifecycle !== 'syncing') return;
+    this.lifecycle = 'terminating';
+    if (gracePeriodSeconds !== undefined) this.identity.gracePeriodSeconds = gracePeriodSeconds;
+    else if (this.pod) this.identity.gracePeriodSeconds = terminationGracePeriodSeconds(this.pod);
+    this.inFlight?.abort(new Error('pod is terminating'));
+    this.wake();
+  }
+
+  /** Something may have changed (relist, timer, runtime back): sync soon. */
+  wake(): void {
+    this.pending = true;
+    if (!this.running) void this.loop();
+  }
+
+  /** Stops work without touching the runtime (agent shutdown: pods keep running). */
+  stop(): void {
+    clearTimeout(this.timer);
+    this.inFlight?.abort(new Error('agent is stopping'));
+    this.pending = false;
+  }
+
+  private schedule(delayMs: number): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.wake(), Math.max(0, delayMs));
+    this.timer.unref();
+  }
+
+  private async loop(): Promise<void> {
+    this.running = true;
+    while (this.pending && this.lifecycle !== 'terminated') {
+      this.pending = false;
+      const controller = new AbortController();
+      this.inFlight = controller;
+      try {
+        if (this.lifecycle === 'terminating') await this.syncTerminating(controller.signal);
+        else await this.syncPod(controller.signal);
+      } catch (err) {
+        if (!controller.signal.aborted) {
+          this.log.warn({ err, lifecycle: this.lifecycle }, 'Pod sync failed; will retry');
+          this.schedule(this.deps.errorRetryMs);
+        }
+      } finally {
+        this.inFlight = undefined;
+      }
+    }
+    this.running = false;
+  }
+
+  private async syncTerminating(signal: AbortSignal): Promise<void> {
+    const state = await this.deps.observer.observePod(this.uid, signal);
+    const { name, namespace, uid, gracePeriodSeconds } = this.identity;
+    const logDir = podLogDirectory(this.deps.node.podLogsDir, { metadata: { name, namespace, uid } });
+    await terminatePod(this.deps, state, gracePeriodSeconds, logDir, this.log, signal);
+    this.deps.crashBackoff.forgetPrefix(`${uid}/`);
+    this.lifecycle = 'terminated';
+    clearTimeout(this.timer);
+    this.log.info('Pod terminated and removed from the runtime');
+    this.resolveTerminated();
+  }
+
+  private async syncPod(signal: AbortSignal): Promise<void> {
+    const pod = this.pod!;
+    let state = await this.deps.observer.observePod(this.uid, signal);
+    const now = this.deps.now();
+    const rejection = unsupportedPodFields(pod);
+    let nextWake = this.deps.resyncIntervalMs;
+    if (rejection) {
+      if (!this.warnedUnsupported) this.log.warn({ reason: rejection.reason }, rejection.message);
+      this.warnedUnsupported = true;
+    } else {
+      const actions = computePodActions(pod, state, {
+        now,
+        backoffPolicy: this.deps.crashBackoff.policy,
+        crashBackoff: (name) => this.deps.crashBackoff.get(crashBackoffKey(pod, name)),
+      });
+      let results: StepResult[] = [];
+      if (!isNoop(actions)) {
+        results = await executePodActions(this.deps, pod, actions, state, this.log, signal);
+        state = await this.deps.observer.observePod(this.uid, signal);
+      }
+      this.recordReasons(pod, actions, results);
+      await collectPodGarbage(this.deps, pod, state, this.log, signal);
+      for (const b of actions.containersInBackoff) nextWake = Math.min(nextWake, b.retryAt - now);
+      if (results.some((r) => r.error)) nextWake = Math.min(nextWake, this.deps.errorRetryMs);
+    }
+    this.setStatus(
+      derivePodStatus({
+        pod,
+        state,
+        waitingReasons: this.reasons,
+        hostIP: this.deps.hostIP(),
+        runtimeName: this.deps.runtimeName(),
+        previous: this.status,
+        now: new Date(this.deps.now()),
+        rejection,
+      }),
+    );
+    this.schedule(nextWake);
+  }
+
+  /** kubelet's reason cache: a container's last start failure or back-off, cleared by a successful start. */
+  private recordReasons(pod: V1Pod, actions: PodActions, results: StepResult[]): void {
+    for (const r of results) {
+      if (r.action !== 'StartContainer') continue;
+      if (r.error) this.reasons.set(r.target, { reason: r.error.code, message: r.error.message });
+      else this.reasons.delete(r.target);
+    }
+    const m = pod.metadata ?? {};
+    for (const b of actions.containersInBackoff) {
+      this.reasons.set(b.name, {
+        reason: 'CrashLoopBackOff',
+        message: `back-off ${Math.round(b.durationMs / 1000)}s restarting failed container=${b.name} pod=${m.name}_${m.namespace}(${m.uid})`,
+      });
+    }
+  }
+
+  private setStatus(status: V1PodStatus): void {
+    const before = this.status;
+    this.status = status;
+    if (before?.phase !== status.phase) this.log.info({ phase: status.phase, podIP: status.podIP }, 'Pod phase changed');
+  }
+}

@@ -1,0 +1,173 @@
+// Derives a pod's API status from the observed runtime state, as kubelet's generateAPIPodStatus does (pure).
+import type { V1Container, V1ContainerState, V1ContainerStatus, V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node';
+import { shouldContainerBeRestarted } from './compute-actions.js';
+import { latestContainer, previousContainer, type ContainerObservation, type PodRuntimeState } from './runtime-state.js';
+
+/** Why a container is waiting, from the last sync (kubelet's reason cache), e.g. ErrImagePull. */
+export interface WaitingReason {
+  reason: string;
+  message: string;
+}
+
+export interface StatusInput {
+  pod: V1Pod;
+  state: PodRuntimeState;
+  waitingReasons: ReadonlyMap<string, WaitingReason>;
+  hostIP: string;
+  /** The CRI runtime name used in containerIDs (`containerd://<id>`). */
+  runtimeName: string;
+  /** The status last derived for this pod, for sticky fields (startTime, transition times, terminal phase). */
+  previous?: V1PodStatus;
+  now: Date;
+  /** Set when the pod was refused by the node (e.g. an unsupported field): phase Failed with this reason. */
+  rejection?: WaitingReason;
+}
+
+function terminatedState(c: ContainerObservation, runtimeName: string): V1ContainerState {
+  const exitCode = c.exitCode ?? 0;
+  return {
+    terminated: {
+      exitCode,
+      reason: c.reason || (exitCode === 0 ? 'Completed' : 'Error'),
+      ...(c.message ? { message: c.message } : {}),
+      startedAt: c.startedAt ? new Date(c.startedAt) : undefined,
+      finishedAt: c.finishedAt ? new Date(c.finishedAt) : undefined,
+      containerID: `${runtimeName}://${c.id}`,
+    } as NonNullable<V1ContainerState['terminated']>,
+  };
+}
+
+function stateOf(c: ContainerObservation, runtimeName: string): V1ContainerState {
+  switch (c.state) {
+    case 'running':
+      return { running: { startedAt: c.startedAt ? new Date(c.startedAt) : undefined } as NonNullable<V1ContainerState['running']> };
+    case 'exited':
+      return terminatedState(c, runtimeName);
+    case 'created':
+      return { waiting: { reason: 'ContainerCreated' } };
+    default:
+      return { waiting: { reason: 'ContainerStatusUnknown', message: 'The container could not be located when the pod was observed' } };
+  }
+}
+
+function containerStatus(input: StatusInput, spec: V1Container): V1ContainerStatus {
+  const { state, runtimeName, waitingReasons, pod } = input;
+  const latest = latestContainer(state, spec.name);
+  const cached = waitingReasons.get(spec.name);
+  if (!latest) {
+    return {
+      name: spec.name,
+      state: { waiting: { reason: cached?.reason ?? 'ContainerCreating', ...(cached?.message ? { message: cached.message } : {}) } },
+      ready: false,
+      started: false,
+      restartCount: 0,
+      image: spec.image ?? '',
+      imageID: '',
+    };
+  }
+  const status: V1ContainerStatus = {
+    name: spec.name,
+    state: stateOf(latest, runtimeName),
+    ready: latest.state === 'running',
+    started: latest.state === 'running',
+    restartCount: latest.restartCount,
+    image: spec.image ?? latest.image,
+    imageID: latest.imageRef,
+    containerID: `${runtimeName}://${latest.id}`,
+  };
+  const previous = previousContainer(state, spec.name);
+  if (previous?.state === 'exited') status.lastState = terminatedState(previous, runtimeName);
+  // A container that will be restarted and whose last start failed shows that failure as Waiting.
+  if (cached && shouldContainerBeRestarted(latest, pod.spec?.restartPolicy ?? 'Always')) {
+    if (status.state?.terminated) status.lastState = status.state;
+    status.state = { waiting: { reason: cached.reason, ...(cached.message ? { message: cached.message } : {}) } };
+    status.ready = false;
+    status.started = false;
+  }
+  return status;
+}
+
+/** kubelet's getPhase for a pod without init containers. */
+export function podPhase(pod: V1Pod, statuses: V1ContainerStatus[]): string {
+  const restartPolicy = pod.spec?.restartPolicy ?? 'Always';
+  let waiting = 0, running = 0, stopped = 0, succeeded = 0;
+  for (const s of statuses) {
+    if (s.state?.running) running++;
+    else if (s.state?.terminated) {
+      stopped++;
+      if (s.state.terminated.exitCode === 0) succeeded++;
+    } else if (s.state?.waiting && s.lastState?.terminated) stopped++;
+    else waiting++;
+  }
+  if (waiting > 0) return 'Pending';
+  if (running > 0) return 'Running';
+  if (stopped > 0) {
+    if (restartPolicy === 'Always') return 'Running';
+    if (stopped === succeeded) return 'Succeeded';
+    if (restartPolicy === 'Never') return 'Failed';
+    return 'Running';
+  }
+  return 'Pending';
+}
+
+function condition(type: string, ok: boolean, input: StatusInput, reason?: string, message?: string): V1PodCondition {
+  const status = ok ? 'True' : 'False';
+  const prev = input.previous?.conditions?.find((c) => c.type === type);
+  const lastTransitionTime = prev && prev.status === status && prev.lastTransitionTime ? prev.lastTransitionTime : input.now;
+  return {
+    type,
+    status,
+    lastProbeTime: null as unknown as undefined,
+    lastTransitionTime,
+    ...(reason ? { reason } : {}),
+    ...(message ? { message } : {}),
+  };
+}
+
+const terminalPhases = new Set(['Succeeded', 'Failed']);
+
+export function derivePodStatus(input: StatusInput): V1PodStatus {
+  const { pod, state, previous, hostIP } = input;
+  const containers = pod.spec?.containers ?? [];
+  const statuses = containers.map((c) => containerStatus(input, c));
+  let phase = input.rejection ? 'Failed' : podPhase(pod, statuses);
+  // A pod never leaves a terminal phase.
+  if (previous?.phase && terminalPhases.has(previous.phase)) phase = previous.phase;
+  const completed = terminalPhases.has(phase);
+
+  const sandbox = state.sandboxes[0];
+  const podIPs = pod.spec?.hostNetwork ? (hostIP ? [hostIP] : []) : (sandbox?.ips ?? []);
+  const unready = statuses.filter((s) => !s.ready).map((s) => s.name);
+  const containersReady = !completed && unready.length === 0;
+  const notReadyReason = completed ? 'PodCompleted' : 'ContainersNotReady';
+  const notReadyMessage = completed ? undefined : `containers with unready status: [${unready.join(' ')}]`;
+  const sandboxReady = !!sandbox?.ready && (pod.spec?.hostNetwork === true || sandbox.ips.length > 0);
+
+  const status: V1PodStatus = {
+    phase,
+    conditions: [
+      condition('PodReadyToStartContainers', sandboxReady, input),
+      condition('Initialized', true, input),
+      condition('Ready', containersReady, input, containersReady ? undefined : notReadyReason, containersReady ? undefined : notReadyMessage),
+      condition('ContainersReady', containersReady, input, containersReady ? undefined : notReadyReason, containersReady ? undefined : notReadyMessage),
+      condition('PodScheduled', true, input),
+    ],
+    hostIP,
+    hostIPs: hostIP ? [{ ip: hostIP }] : [],
+    startTime: previous?.startTime ?? input.now,
+    containerStatuses: statuses,
+  };
+  if (podIPs.length > 0) {
+    status.podIP = podIPs[0];
+    status.podIPs = podIPs.map((ip) => ({ ip }));
+  } else if (previous?.podIP && completed) {
+    // A finished pod keeps reporting the IP it had.
+    status.podIP = previous.podIP;
+    status.podIPs = previous.podIPs;
+  }
+  if (input.rejection) {
+    status.reason = input.rejection.reason;
+    status.message = input.rejection.message;
+  }
+  return status;
+}

@@ -1,0 +1,41 @@
+// The record of one executed sync step, with kubelet's named error codes instead of free text.
+
+/** kubelet's sync error codes and container waiting reasons. */
+export type SyncErrorCode =
+  | 'ErrCreatePodSandbox'
+  | 'ErrKillPodSandbox'
+  | 'ErrKillContainer'
+  | 'ErrRemoveContainer'
+  | 'ErrImagePull'
+  | 'ImagePullBackOff'
+  | 'ErrImageNeverPull'
+  | 'CreateContainerConfigError'
+  | 'CreateContainerError'
+  | 'RunContainerError'
+  | 'CrashLoopBackOff';
+
+export type SyncAction = 'KillPod' | 'KillContainer' | 'CreatePodSandbox' | 'StartContainer' | 'RemoveContainer';
+
+export class SyncError extends Error {
+  constructor(
+    readonly code: SyncErrorCode,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'SyncError';
+  }
+}
+
+export interface StepResult {
+  action: SyncAction;
+  /** Container name, container id or sandbox id the step acted on. */
+  target: string;
+  error?: { code: SyncErrorCode; message: string };
+}
+
+export function stepFailed(action: SyncAction, target: string, err: unknown, fallback: SyncErrorCode): StepResult {
+  const code = err instanceof SyncError ? err.code : fallback;
+  const message = err instanceof Error ? err.message : String(err);
+  return { action, target, error: { code, message } };
+}

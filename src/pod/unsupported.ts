@@ -1,0 +1,25 @@
+// Pod fields nodelet cannot honour yet: such a pod is refused (phase Failed) instead of run half right.
+import type { V1Pod } from '@kubernetes/client-node';
+import type { WaitingReason } from './status.js';
+
+/** The first unsupported field of a pod, as the reason and message a refused pod reports. */
+export function unsupportedPodFields(pod: V1Pod): WaitingReason | undefined {
+  const spec = pod.spec;
+  const fields: string[] = [];
+  if (spec?.initContainers?.length) fields.push('spec.initContainers');
+  if (spec?.ephemeralContainers?.length) fields.push('spec.ephemeralContainers');
+  if (spec?.volumes?.length) fields.push('spec.volumes');
+  (spec?.containers ?? []).forEach((c, i) => {
+    if (c.volumeMounts?.length) fields.push(`spec.containers[${i}].volumeMounts`);
+    if (c.envFrom?.length) fields.push(`spec.containers[${i}].envFrom`);
+    (c.env ?? []).forEach((e, j) => {
+      if (e.valueFrom) fields.push(`spec.containers[${i}].env[${j}].valueFrom`);
+    });
+  });
+  if (fields.length === 0) return undefined;
+  const m = pod.metadata ?? {};
+  return {
+    reason: 'UnsupportedPodSpec',
+    message: `Pod ${m.namespace}/${m.name} uses fields nodelet does not support yet: ${fields.join(', ')}`,
+  };
+}

@@ -1,0 +1,358 @@
+// Static pod file source: watches the manifest directory and reports the full set of valid pods whenever it changes.
+import { watch, type BigIntStats, type FSWatcher } from 'node:fs';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import type { V1Pod } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { CONFIG_SEEN_ANNOTATION, parsePodManifests } from './manifest.js';
+
+export interface FilePodSourceOptions {
+  /** The static pod directory (kubelet's staticPodPath); read non-recursively. */
+  dir: string;
+  nodeName: string;
+  logger: Logger;
+  /**
+   * Receives the complete set of valid static pods (kubelet's SET semantics) after the first scan and after
+   * every scan that changed it. Must not block; the pods are the receiver's own copies.
+   */
+  onPods: (pods: V1Pod[]) => void;
+  /** Full rescan period, kubelet's fileCheckFrequency; watch events trigger scans in between. */
+  rescanIntervalMs?: number;
+  /** Clock for the config.seen annotation. */
+  now?: () => Date;
+}
+
+/** Delay from the first watch event to the scan: lets the events of one write arrive, keeps manifest-to-pod fast. */
+const WATCH_DEBOUNCE_MS = 5;
+/**
+ * A file modified this recently may be rewritten within the same timestamp tick with the same size, which its
+ * stat cannot show; such files are read again (not parsed again) on the next scan.
+ */
+const RACY_WINDOW_MS = 2000;
+/** An empty or unparsable file this young is probably still being written: keep its old pods and look again. */
+const SETTLE_MS = 100;
+
+const manifestName = /\.(ya?ml|json)$/;
+
+interface ManifestFile {
+  ino: bigint;
+  size: bigint;
+  mtimeNs: bigint;
+  ctimeNs: bigint;
+  racy: boolean;
+  text: string;
+  pods: V1Pod[];
+}
+
+type DirState = 'unknown' | 'present' | 'missing' | 'not-a-directory' | `error:${string}`;
+
+export class FilePodSource {
+  private readonly dir: string;
+  private readonly nodeName: string;
+  private readonly log: Logger;
+  private readonly onPods: (pods: V1Pod[]) => void;
+  private readonly rescanIntervalMs: number;
+  private readonly now: () => Date;
+
+  private files = new Map<string, ManifestFile>();
+  /** Last error code reported per unreadable file, so each problem is logged once. */
+  private readonly unreadable = new Map<string, string>();
+  private reportedConflicts = new Set<string>();
+  private firstSeen = new Map<string, string>();
+  private lastPublished: string | undefined;
+  private dirState: DirState = 'unknown';
+
+  private running = false;
+  private stopped = false;
+  private scanning = false;
+  private rescanRequested = false;
+  private scanDone: Promise<void> = Promise.resolve();
+  private debounceTimer: NodeJS.Timeout | undefined;
+  private settleTimer: NodeJS.Timeout | undefined;
+  private dirWatch: { watcher: FSWatcher; ino: bigint } | undefined;
+  private parentWatcher: FSWatcher | undefined;
+
+  constructor(opts: FilePodSourceOptions) {
+    this.dir = opts.dir;
+    this.nodeName = opts.nodeName;
+    this.log = opts.logger;
+    this.onPods = opts.onPods;
+    this.rescanIntervalMs = opts.rescanIntervalMs ?? 20_000;
+    this.now = opts.now ?? (() => new Date());
+  }
+
+  /** Scans now, then on every change in the directory and every rescan interval, until the signal aborts. */
+  async run(signal: AbortSignal): Promise<void> {
+    if (this.running) throw new Error('FilePodSource.run called twice');
+    this.running = true;
+    if (signal.aborted) return;
+    const stopped = new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+    const interval = setInterval(() => this.requestScan(), this.rescanIntervalMs);
+    this.requestScan();
+    await stopped;
+    this.stopped = true;
+    clearInterval(interval);
+    clearTimeout(this.debounceTimer);
+    clearTimeout(this.settleTimer);
+    this.closeWatchers();
+    await this.scanDone;
+  }
+
+  private requestScan(): void {
+    if (this.stopped) return;
+    if (this.scanning) {
+      this.rescanRequested = true;
+      return;
+    }
+    this.scanning = true;
+    this.scanDone = this.scanUntilQuiet();
+  }
+
+  private async scanUntilQuiet(): Promise<void> {
+    try {
+      do {
+        this.rescanRequested = false;
+        try {
+          await this.scan();
+        } catch (err) {
+          this.log.error({ err, dir: this.dir }, 'static pod directory scan failed');
+        }
+      } while (this.rescanRequested && !this.stopped);
+    } finally {
+      // No await between the loop's last check and here, so a request cannot fall in between.
+      this.scanning = false;
+    }
+  }
+
+  private readonly onWatchEvent = (): void => {
+    if (this.debounceTimer) return;
+    this.debounceTimer = setTimeout(() => {
+      this.debounceTimer = undefined;
+      this.requestScan();
+    }, WATCH_DEBOUNCE_MS);
+  };
+
+  private async scan(): Promise<void> {
+    const paths = await this.listManifests();
+    if (paths === undefined) return;
+    const loaded = await Promise.all(paths.map((p) => this.loadFile(p)));
+    if (this.stopped) return;
+    const next = new Map<string, ManifestFile>();
+    paths.forEach((p, i) => {
+      const file = loaded[i];
+      if (file) next.set(p, file);
+    });
+    const listed = new Set(paths);
+    for (const [path, old] of this.files) {
+      if (!listed.has(path) && old.pods.length > 0) this.log.info({ file: path }, 'static pod manifest removed');
+    }
+    for (const path of this.unreadable.keys()) if (!listed.has(path)) this.unreadable.delete(path);
+    this.files = next;
+    this.publish();
+  }
+
+  /**
+   * The manifest paths in the directory, sorted; [] when the directory does not exist (kubelet reports an empty
+   * set then), undefined when it cannot be read for another reason (the last set stays).
+   */
+  private async listManifests(): Promise<string[] | undefined> {
+    let dirStat: BigIntStats;
+    try {
+      dirStat = await stat(this.dir, { bigint: true });
+    } catch (err) {
+      if (errorCode(err) !== 'ENOENT') return this.dirUnreadable(err);
+      this.setDirState('missing');
+      this.watchParent();
+      return [];
+    }
+    if (!dirStat.isDirectory()) {
+      this.setDirState('not-a-directory');
+      this.watchParent();
+      return [];
+    }
+    this.watchDir(dirStat.ino);
+    let names: string[];
+    try {
+      names = await readdir(this.dir);
+    } catch (err) {
+      if (errorCode(err) === 'ENOENT') return [];
+      return this.dirUnreadable(err);
+    }
+    this.setDirState('present');
+    // Dotfiles are editor swap files and hidden state, which kubelet ignores too.
+    return names
+      .filter((n) => !n.startsWith('.') && manifestName.test(n))
+      .sort()
+      .map((n) => join(this.dir, n));
+  }
+
+  private dirUnreadable(err: unknown): undefined {
+    const state: DirState = `error:${errorCode(err) ?? 'unknown'}`;
+    if (this.dirState !== state) this.log.warn({ dir: this.dir, err }, 'cannot read static pod directory; keeping the current pods');
+    this.dirState = state;
+    return undefined;
+  }
+
+  private setDirState(state: 'present' | 'missing' | 'not-a-directory'): void {
+    if (this.dirState === state) return;
+    if (state === 'missing') this.log.warn({ dir: this.dir }, 'static pod directory does not exist; watching for it to appear');
+    else if (state === 'not-a-directory') this.log.warn({ dir: this.dir }, 'static pod path is not a directory; no static pods');
+    else if (this.dirState !== 'unknown') this.log.info({ dir: this.dir }, 'static pod directory is present');
+    this.dirState = state;
+  }
+
+  /** The file's current pods, or undefined when it is not a readable regular file. */
+  private async loadFile(path: string): Promise<ManifestFile | undefined> {
+    const startedMs = Date.now();
+    let st: BigIntStats;
+    let text: string;
+    const cached = this.files.get(path);
+    try {
+      st = await stat(path, { bigint: true });
+      if (!st.isFile()) return undefined;
+      if (cached && !cached.racy && sameStat(cached, st)) return cached;
+      text = await readFile(path, 'utf8');
+    } catch (err) {
+      this.reportUnreadable(path, err);
+      return undefined;
+    }
+    this.unreadable.delete(path);
+    const ageMs = startedMs - Number(st.mtimeNs / 1_000_000n);
+    const fileStat = { ino: st.ino, size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs, racy: ageMs < RACY_WINDOW_MS };
+    if (cached && cached.text === text) return { ...cached, ...fileStat };
+
+    const { pods, errors } = parsePodManifests(path, text, this.nodeName, this.now());
+    const unreadableText = text.trim() === '' || errors.some((e) => e.field === '');
+    // A future mtime is clock skew, not a write in progress.
+    if (unreadableText && ageMs > -SETTLE_MS && ageMs < SETTLE_MS) {
+      this.scheduleSettleScan(SETTLE_MS - ageMs);
+      return cached;
+    }
+    for (const e of errors) {
+      this.log.warn(
+        { file: path, field: e.field, document: e.document },
+        `invalid pod manifest: ${e.field ? `${e.field}: ` : ''}${e.message}`,
+      );
+    }
+    if (pods.length > 0) {
+      this.log.info({ file: path, pods: pods.map((p) => `${p.metadata?.namespace}/${p.metadata?.name}`) }, 'static pod manifest loaded');
+    }
+    return { ...fileStat, text, pods };
+  }
+
+  private reportUnreadable(path: string, err: unknown): void {
+    const code = errorCode(err) ?? 'unknown';
+    // A file that vanished between listing and reading is simply gone.
+    if (code === 'ENOENT') return;
+    if (this.unreadable.get(path) !== code) this.log.warn({ file: path, err }, 'cannot read pod manifest; its pods are dropped');
+    this.unreadable.set(path, code);
+  }
+
+  private scheduleSettleScan(delayMs: number): void {
+    if (this.settleTimer || this.stopped) return;
+    this.settleTimer = setTimeout(
+      () => {
+        this.settleTimer = undefined;
+        this.requestScan();
+      },
+      Math.max(1, Math.ceil(delayMs)),
+    );
+  }
+
+  /** Builds the pod set in file order, drops pods whose name or UID another file already uses, reports it if changed. */
+  private publish(): void {
+    const pods: V1Pod[] = [];
+    const owners = new Map<string, string>();
+    const conflicts = new Set<string>();
+    const firstSeen = new Map<string, string>();
+    for (const [path, file] of this.files) {
+      for (const pod of file.pods) {
+        const meta = pod.metadata ?? {};
+        const fullName = `${meta.namespace}/${meta.name}`;
+        const uid = meta.uid ?? '';
+        const owner = owners.get(`name:${fullName}`) ?? owners.get(`uid:${uid}`);
+        if (owner !== undefined) {
+          const key = `${path}\0${uid}\0${owner}`;
+          conflicts.add(key);
+          if (!this.reportedConflicts.has(key)) {
+            this.log.warn({ file: path, pod: fullName, podUid: uid, otherFile: owner }, 'static pod dropped: another manifest defines the same pod name or UID');
+          }
+          continue;
+        }
+        owners.set(`name:${fullName}`, path);
+        owners.set(`uid:${uid}`, path);
+        // A pod keeps the time it was first seen while its UID lives, even if its file is rewritten.
+        const seen = this.firstSeen.get(uid) ?? meta.annotations?.[CONFIG_SEEN_ANNOTATION] ?? '';
+        firstSeen.set(uid, seen);
+        pods.push(
+          meta.annotations?.[CONFIG_SEEN_ANNOTATION] === seen
+            ? pod
+            : { ...pod, metadata: { ...meta, annotations: { ...meta.annotations, [CONFIG_SEEN_ANNOTATION]: seen } } },
+        );
+      }
+    }
+    this.reportedConflicts = conflicts;
+    this.firstSeen = firstSeen;
+
+    const fingerprint = JSON.stringify(pods);
+    if (fingerprint === this.lastPublished) return;
+    this.lastPublished = fingerprint;
+    try {
+      this.onPods(structuredClone(pods));
+    } catch (err) {
+      this.log.error({ err }, 'static pod consumer failed');
+    }
+  }
+
+  private watchDir(ino: bigint): void {
+    if (this.stopped || this.dirWatch?.ino === ino) return;
+    this.closeWatchers();
+    try {
+      const watcher = watch(this.dir, this.onWatchEvent);
+      watcher.on('error', (err) => this.onWatchError(watcher, err));
+      this.dirWatch = { watcher, ino };
+    } catch (err) {
+      // inotify limits and the like: the periodic rescan still finds every change, only later.
+      this.log.warn({ dir: this.dir, err }, 'cannot watch static pod directory; relying on the periodic rescan');
+    }
+  }
+
+  /** While the directory is missing, its parent's events tell when it appears. */
+  private watchParent(): void {
+    if (this.dirWatch) {
+      this.dirWatch.watcher.close();
+      this.dirWatch = undefined;
+    }
+    if (this.stopped || this.parentWatcher) return;
+    try {
+      const watcher = watch(dirname(this.dir), this.onWatchEvent);
+      watcher.on('error', (err) => this.onWatchError(watcher, err));
+      this.parentWatcher = watcher;
+    } catch {
+      // The parent is missing as well; the periodic rescan notices when the path appears.
+    }
+  }
+
+  private onWatchError(watcher: FSWatcher, err: Error): void {
+    this.log.debug({ dir: this.dir, err }, 'static pod directory watch ended; rescanning');
+    watcher.close();
+    if (this.dirWatch?.watcher === watcher) this.dirWatch = undefined;
+    if (this.parentWatcher === watcher) this.parentWatcher = undefined;
+    this.requestScan();
+  }
+
+  private closeWatchers(): void {
+    this.dirWatch?.watcher.close();
+    this.dirWatch = undefined;
+    this.parentWatcher?.close();
+    this.parentWatcher = undefined;
+  }
+}
+
+function sameStat(file: ManifestFile, st: BigIntStats): boolean {
+  return file.ino === st.ino && file.size === st.size && file.mtimeNs === st.mtimeNs && file.ctimeNs === st.ctimeNs;
+}
+
+function errorCode(err: unknown): string | undefined {
+  return typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'string' ? err.code : undefined;
+}

@@ -1,0 +1,199 @@
+// Runs the real nodelet binary against the rig's containerd for integration tests, and inspects the host.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { execa } from 'execa';
+import type { V1Pod } from '@kubernetes/client-node';
+import { fetchPods } from '../../../src/agent/status-api.js';
+import { CriClient } from '../../../src/cri/client.js';
+import { podUidLabel } from '../../../src/pod/labels.js';
+
+export const repoRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '../../../..');
+export const criEndpoint = 'unix:///run/nodelet/containerd/containerd.sock';
+export const busybox = 'localhost/nodelet/busybox:1.35';
+export const podNetworkName = 'nodelet-bridge';
+export const podSubnetPrefix = '10.99.0.';
+export const testNode = 'nodelet-it';
+
+/** The static pod name kubelet gives a manifest's pod on this node. */
+export const staticName = (name: string) => `${name}-${testNode}`;
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+export async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000, intervalMs = 200): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const v = await probe();
+      if (v !== undefined && v !== false) return v;
+    } catch (err) {
+      last = err;
+    }
+    await sleep(intervalMs);
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+}
+
+export class AgentProcess {
+  private child?: ChildProcess;
+  private exited?: Promise<number | null>;
+  output = '';
+
+  private constructor(
+    readonly manifestDir: string,
+    readonly rootDir: string,
+    readonly podLogsDir: string,
+  ) {}
+
+  static async create(): Promise<AgentProcess> {
+    const base = await mkdtemp(join(tmpdir(), 'nodelet-it-'));
+    return new AgentProcess(join(base, 'manifests'), join(base, 'root'), join(base, 'pod-logs'));
+  }
+
+  get socket(): string {
+    return join(this.rootDir, 'nodelet.sock');
+  }
+
+  async start(extraArgs: string[] = []): Promise<void> {
+    const args = [
+      join(repoRoot, 'bin/nodelet.js'),
+      '--pod-manifest-path', this.manifestDir,
+      '--container-runtime-endpoint', criEndpoint,
+      '--root-dir', this.rootDir,
+      '--pod-logs-dir', this.podLogsDir,
+      '--hostname-override', testNode,
+      '--logging-format', 'json',
+      ...extraArgs,
+    ];
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = child;
+    child.stdout!.on('data', (d: Buffer) => (this.output += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (this.output += d.toString()));
+    this.exited = new Promise((r) => child.once('exit', (code) => r(code)));
+    await waitFor('nodelet status socket', async () => {
+      if (child.exitCode !== null) throw new Error(`nodelet exited early (${child.exitCode}):\n${this.output}`);
+      return existsSync(this.socket) ? true : undefined;
+    }, 20_000, 50);
+  }
+
+  /** SIGTERM and wait: the agent stops, pods keep running. */
+  async stop(): Promise<number | null> {
+    if (!this.child || this.child.exitCode !== null) return this.child?.exitCode ?? null;
+    this.child.kill('SIGTERM');
+    const code = await Promise.race([this.exited!, sleep(15_000).then(() => 'timeout' as const)]);
+    if (code === 'timeout') {
+      this.child.kill('SIGKILL');
+      return await this.exited!;
+    }
+    return code;
+  }
+
+  get running(): boolean {
+    return !!this.child && this.child.exitCode === null;
+  }
+
+  async writeManifest(file: string, text: string): Promise<void> {
+    const { mkdir } = await import('node:fs/promises');
+    await mkdir(this.manifestDir, { recursive: true });
+    // Written aside then renamed, as an editor or config tool would, so no half file is seen.
+    const tmp = join(this.manifestDir, `.${file}.tmp`);
+    await writeFile(tmp, text);
+    const { rename } = await import('node:fs/promises');
+    await rename(tmp, join(this.manifestDir, file));
+  }
+
+  async removeManifest(file: string): Promise<void> {
+    await rm(join(this.manifestDir, file), { force: true });
+  }
+
+  pods(): Promise<V1Pod[]> {
+    return fetchPods(this.socket);
+  }
+
+  async pod(name: string): Promise<V1Pod | undefined> {
+    return (await this.pods()).find((p) => p.metadata?.name === staticName(name));
+  }
+
+  /** Waits until the named pod's status satisfies `ok`. */
+  async waitForPod(name: string, what: string, ok: (p: V1Pod) => boolean, timeoutMs = 60_000): Promise<V1Pod> {
+    return waitFor(`${name}: ${what}`, async () => {
+      const p = await this.pod(name);
+      return p && ok(p) ? p : undefined;
+    }, timeoutMs);
+  }
+
+  /** Log lines (parsed JSON) the agent printed. */
+  logLines(): Record<string, unknown>[] {
+    return this.output
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+  }
+
+  async cleanupDirs(): Promise<void> {
+    await rm(resolve(this.rootDir, '..'), { recursive: true, force: true });
+  }
+}
+
+export const isRunning = (p: V1Pod) =>
+  p.status?.phase === 'Running' && (p.status.containerStatuses ?? []).every((c) => c.state?.running) && !!p.status.podIP;
+
+/** Everything in the runtime that belongs to pods with these UIDs. */
+export async function runtimeObjects(cri: CriClient, uids: string[]): Promise<{ sandboxes: string[]; containers: string[] }> {
+  const [sandboxes, containers] = await Promise.all([cri.listPodSandbox(), cri.listContainers()]);
+  const mine = (labels: Record<string, string>) => uids.includes(labels[podUidLabel] ?? '');
+  return {
+    sandboxes: sandboxes.filter((s) => mine(s.labels)).map((s) => s.id),
+    containers: containers.filter((c) => mine(c.labels)).map((c) => c.id),
+  };
+}
+
+/** Last-resort cleanup of a test's pods straight through CRI (CNI DEL then runs through the shim's fallback). */
+export async function removeRuntimePods(cri: CriClient, uids: string[]): Promise<void> {
+  const { sandboxes } = await runtimeObjects(cri, uids);
+  for (const id of sandboxes) {
+    await cri.stopPodSandbox(id).catch(() => undefined);
+    await cri.removePodSandbox(id).catch(() => undefined);
+  }
+}
+
+/** The network namespace path of a sandbox, from containerd's verbose status. */
+export async function sandboxNetns(cri: CriClient, sandboxId: string): Promise<string | undefined> {
+  const status = await cri.podSandboxStatus(sandboxId, true);
+  const info = JSON.parse(status.info.info ?? '{}') as { runtimeSpec?: { linux?: { namespaces?: { type: string; path?: string }[] } } };
+  return info.runtimeSpec?.linux?.namespaces?.find((n) => n.type === 'network')?.path;
+}
+
+/** The host PID of a running container's process, from containerd's verbose status. */
+export async function containerPid(cri: CriClient, containerId: string): Promise<number> {
+  const status = await cri.containerStatus(containerId, true);
+  const info = JSON.parse(status.info.info ?? '{}') as { pid?: number };
+  if (!info.pid) throw new Error(`no pid for container ${containerId}`);
+  return info.pid;
+}
+
+/** Host-side veth interfaces attached to a bridge. */
+export async function bridgePorts(bridge: string): Promise<string[]> {
+  const { stdout } = await execa('ip', ['-j', 'link', 'show', 'master', bridge], { reject: false });
+  if (!stdout) return [];
+  return (JSON.parse(stdout) as { ifname: string }[]).map((l) => l.ifname);
+}
+
+/** host-local reservations (files named by IP) of the pod network. */
+export async function ipReservations(network = podNetworkName): Promise<string[]> {
+  const dir = join('/var/lib/cni/networks', network);
+  const files = await readdir(dir).catch(() => [] as string[]);
+  return files.filter((f) => /^\d+\.\d+\.\d+\.\d+$/.test(f));
+}
+
+/** GET from the host with a short timeout; traffic goes only to pod IPs this test created. */
+export async function httpGet(url: string, timeoutMs = 3_000): Promise<string> {
+  const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
+  return await res.text();
+}

@@ -1,0 +1,271 @@
+// Table test of computePodActions: one base pod and runtime state, each case a small mutation of either.
+import type { V1Pod } from '@kubernetes/client-node';
+import { kubeletBackoff, type BackoffEntry } from '../../../src/pod/backoff.js';
+import { computePodActions, isNoop, type PodActions } from '../../../src/pod/compute-actions.js';
+import { containerHash } from '../../../src/pod/container-hash.js';
+import type { ContainerObservation, PodRuntimeState } from '../../../src/pod/runtime-state.js';
+
+const now = 1_000_000_000;
+
+function basePod(): V1Pod {
+  return {
+    metadata: { name: 'web', namespace: 'default', uid: 'uid-1' },
+    spec: {
+      restartPolicy: 'Always',
+      containers: [
+        { name: 'app', image: 'localhost/nodelet/busybox:1.35' },
+        { name: 'sidecar', image: 'localhost/nodelet/busybox:1.35', args: ['sleep', '3600'] },
+      ],
+    },
+  };
+}
+
+function running(pod: V1Pod, name: string, extra: Partial<ContainerObservation> = {}): ContainerObservation {
+  const spec = pod.spec!.containers.find((c) => c.name === name)!;
+  return {
+    id: `${name}-1`,
+    sandboxId: 'sb-1',
+    name,
+    attempt: 0,
+    restartCount: 0,
+    hash: containerHash(spec),
+    state: 'running',
+    createdAt: now - 60_000,
+    startedAt: now - 59_000,
+    image: spec.image!,
+    imageRef: 'sha256:abc',
+    ...extra,
+  };
+}
+
+function exited(pod: V1Pod, name: string, exitCode: number, extra: Partial<ContainerObservation> = {}): ContainerObservation {
+  return running(pod, name, { state: 'exited', exitCode, finishedAt: now - 1_000, ...extra });
+}
+
+function baseState(pod: V1Pod): PodRuntimeState {
+  return {
+    uid: 'uid-1',
+    sandboxes: [{ id: 'sb-1', attempt: 0, ready: true, createdAt: now - 61_000, ips: ['10.99.0.5'] }],
+    containers: [running(pod, 'app'), running(pod, 'sidecar')],
+  };
+}
+
+const noop: PodActions = {
+  killPod: false,
+  createSandbox: false,
+  sandboxId: 'sb-1',
+  attempt: 0,
+  containersToKill: [],
+  containersToStart: [],
+  containersInBackoff: [],
+};
+
+interface Case {
+  name: string;
+  mutate?: (pod: V1Pod, state: PodRuntimeState) => void;
+  backoff?: Record<string, BackoffEntry>;
+  expected: Partial<PodActions>;
+}
+
+const cases: Case[] = [
+  { name: 'everything running: nothing to do', expected: {} },
+  {
+    name: 'no sandbox yet: create one and start every container in order',
+    mutate: (_p, s) => {
+      s.sandboxes = [];
+      s.containers = [];
+    },
+    expected: {
+      createSandbox: true,
+      sandboxId: '',
+      containersToStart: [
+        { name: 'app', specIndex: 0, restartCount: 0, reason: 'container has not been started' },
+        { name: 'sidecar', specIndex: 1, restartCount: 0, reason: 'container has not been started' },
+      ],
+    },
+  },
+  {
+    name: 'sandbox died: kill the pod and recreate with the next attempt, restart counts carried on',
+    mutate: (p, s) => {
+      s.sandboxes[0]!.ready = false;
+      s.containers = [exited(p, 'app', 137), exited(p, 'sidecar', 137)];
+    },
+    expected: {
+      killPod: false,
+      createSandbox: true,
+      sandboxId: '',
+      attempt: 1,
+      containersToStart: [
+        { name: 'app', specIndex: 0, restartCount: 1, reason: 'container exited with code 137' },
+        { name: 'sidecar', specIndex: 1, restartCount: 1, reason: 'container exited with code 137' },
+      ],
+    },
+  },
+  {
+    name: 'ready sandbox without an IP is replaced (pod network lost)',
+    mutate: (_p, s) => {
+      s.sandboxes[0]!.ips = [];
+    },
+    expected: {
+      killPod: true,
+      createSandbox: true,
+      sandboxId: '',
+      attempt: 1,
+      containersToStart: [
+        { name: 'app', specIndex: 0, restartCount: 1, reason: 'container is in running state' },
+        { name: 'sidecar', specIndex: 1, restartCount: 1, reason: 'container is in running state' },
+      ],
+    },
+  },
+  {
+    name: 'host-network sandbox needs no IP',
+    mutate: (p, s) => {
+      p.spec!.hostNetwork = true;
+      s.sandboxes[0]!.ips = [];
+    },
+    expected: {},
+  },
+  {
+    name: 'Always: an exited container restarts with restartCount + 1',
+    mutate: (p, s) => {
+      s.containers[0] = exited(p, 'app', 0, { restartCount: 2 });
+    },
+    expected: { containersToStart: [{ name: 'app', specIndex: 0, restartCount: 3, reason: 'container exited with code 0' }] },
+  },
+  {
+    name: 'Always: exited container inside its crash-loop back-off waits',
+    mutate: (p, s) => {
+      s.containers[0] = exited(p, 'app', 1, { restartCount: 2, finishedAt: now - 5_000 });
+    },
+    backoff: { app: { durationMs: 20_000, lastUpdate: now - 30_000 } },
+    expected: { containersInBackoff: [{ name: 'app', retryAt: now + 15_000, durationMs: 20_000 }] },
+  },
+  {
+    name: 'Always: back-off elapsed, restart now',
+    mutate: (p, s) => {
+      s.containers[0] = exited(p, 'app', 1, { restartCount: 2, finishedAt: now - 25_000 });
+    },
+    backoff: { app: { durationMs: 20_000, lastUpdate: now - 50_000 } },
+    expected: { containersToStart: [{ name: 'app', specIndex: 0, restartCount: 3, reason: 'container exited with code 1' }] },
+  },
+  {
+    name: 'back-off entry older than twice the cap is stale: restart now',
+    mutate: (p, s) => {
+      s.containers[0] = exited(p, 'app', 1, { finishedAt: now - 1_000 });
+    },
+    backoff: { app: { durationMs: 300_000, lastUpdate: now - 700_000 } },
+    expected: { containersToStart: [{ name: 'app', specIndex: 0, restartCount: 1, reason: 'container exited with code 1' }] },
+  },
+  {
+    name: 'OnFailure: a container that succeeded stays down, the other keeps the sandbox',
+    mutate: (p, s) => {
+      p.spec!.restartPolicy = 'OnFailure';
+      s.containers[0] = exited(p, 'app', 0);
+    },
+    expected: {},
+  },
+  {
+    name: 'OnFailure: a failed container restarts',
+    mutate: (p, s) => {
+      p.spec!.restartPolicy = 'OnFailure';
+      s.containers[0] = exited(p, 'app', 2);
+    },
+    expected: { containersToStart: [{ name: 'app', specIndex: 0, restartCount: 1, reason: 'container exited with code 2' }] },
+  },
+  {
+    name: 'Never: all containers exited, the sandbox is stopped',
+    mutate: (p, s) => {
+      p.spec!.restartPolicy = 'Never';
+      s.containers = [exited(p, 'app', 3), exited(p, 'sidecar', 0)];
+    },
+    expected: { killPod: true },
+  },
+  {
+    name: 'Never: sandbox already stopped after the containers ran: no new sandbox',
+    mutate: (p, s) => {
+      p.spec!.restartPolicy = 'Never';
+      s.sandboxes[0]!.ready = false;
+      s.containers = [exited(p, 'app', 3), exited(p, 'sidecar', 0)];
+    },
+    expected: { sandboxId: '', attempt: 1 },
+  },
+  {
+    name: 'OnFailure: every container succeeded and the sandbox is gone: nothing more',
+    mutate: (p, s) => {
+      p.spec!.restartPolicy = 'OnFailure';
+      s.sandboxes[0]!.ready = false;
+      s.containers = [exited(p, 'app', 0), exited(p, 'sidecar', 0)];
+    },
+    expected: { sandboxId: '', attempt: 1 },
+  },
+  {
+    name: 'changed container spec: kill and start it again',
+    mutate: (p) => {
+      p.spec!.containers[1]!.args = ['sleep', '10'];
+    },
+    expected: {
+      containersToKill: [{ id: 'sidecar-1', name: 'sidecar', reason: 'Container sidecar definition changed' }],
+      containersToStart: [{ name: 'sidecar', specIndex: 1, restartCount: 1, reason: 'container definition changed' }],
+    },
+  },
+  {
+    name: 'a running container not in the spec is killed',
+    mutate: (p, s) => {
+      s.containers.push(running(p, 'app', { id: 'old-1', name: 'gone' }));
+    },
+    expected: { containersToKill: [{ id: 'old-1', name: 'gone', reason: 'Container is not in the pod spec' }] },
+  },
+  {
+    name: 'a container in unknown state is killed and started again',
+    mutate: (p, s) => {
+      s.containers[0] = running(p, 'app', { state: 'unknown' });
+    },
+    expected: {
+      containersToKill: [{ id: 'app-1', name: 'app', reason: 'Container is in unknown state, try killing it before removal' }],
+      containersToStart: [{ name: 'app', specIndex: 0, restartCount: 1, reason: 'container is in unknown state' }],
+    },
+  },
+  {
+    name: 'created but never started: start a new instance',
+    mutate: (p, s) => {
+      s.containers[1] = running(p, 'sidecar', { state: 'created', startedAt: undefined });
+    },
+    expected: { containersToStart: [{ name: 'sidecar', specIndex: 1, restartCount: 1, reason: 'container is in created state' }] },
+  },
+  {
+    name: 'two ready sandboxes: start over in a new one',
+    mutate: (_p, s) => {
+      s.sandboxes.unshift({ id: 'sb-2', attempt: 1, ready: true, createdAt: now - 1_000, ips: ['10.99.0.6'] });
+    },
+    expected: {
+      killPod: true,
+      createSandbox: true,
+      sandboxId: '',
+      attempt: 2,
+      containersToStart: [
+        { name: 'app', specIndex: 0, restartCount: 1, reason: 'container is in running state' },
+        { name: 'sidecar', specIndex: 1, restartCount: 1, reason: 'container is in running state' },
+      ],
+    },
+  },
+];
+
+describe('computePodActions', () => {
+  test.each(cases.map((c) => [c.name, c] as const))('%s', (_name, c) => {
+    const pod = basePod();
+    const state = baseState(pod);
+    c.mutate?.(pod, state);
+    const actions = computePodActions(pod, state, {
+      now,
+      backoffPolicy: kubeletBackoff,
+      crashBackoff: (name) => c.backoff?.[name],
+    });
+    expect(actions).toEqual({ ...noop, ...c.expected });
+  });
+
+  test('isNoop is true only when nothing changes in the runtime', () => {
+    expect(isNoop(noop)).toBe(true);
+    expect(isNoop({ ...noop, containersInBackoff: [{ name: 'a', retryAt: 1, durationMs: 1 }] })).toBe(true);
+    expect(isNoop({ ...noop, killPod: true })).toBe(false);
+  });
+});
