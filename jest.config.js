@@ -1,5 +1,7 @@
 // Tests are compiled by tsc into dist/ first (npm test builds), so Jest runs plain ES modules.
 export default {
+  // Integration tests drive real containerd, runc and CNI: pods take seconds, back-offs tens of seconds.
+  testTimeout: 180_000,
   projects: [
     {
       displayName: 'unit',

@@ -357,7 +357,9 @@ export class CniExecutor {
     signal: AbortSignal | undefined,
     log: Logger = this.#log ?? rootLogger,
   ): Promise<string> {
-    signal?.throwIfAborted();
+    if (signal?.aborted) {
+      throw new CniError({ code: CniErrorCode.TryAgainLater, msg: `${command} canceled`, plugin: type, cause: signal.reason });
+    }
     // The plugin gets its own process group so a timeout or cancel kills what it started too: a grandchild
     // holding stdout open would otherwise keep the call waiting.
     const subprocess = execa(path, [], {

@@ -75,7 +75,7 @@ async function main(): Promise<void> {
         ? err
         : new CniError({ code: CniErrorCode.Internal, msg: err instanceof Error ? err.message : String(err), cause: err });
     logger.error({ err: cniError, sandboxId: process.env.CNI_CONTAINERID }, 'CNI DEL without the agent failed');
-    process.stdout.write(JSON.stringify(cniError.toJSON(cniVersion)));
+    process.stdout.write(JSON.stringify(cniError.toCniJson(cniVersion)));
     process.exitCode = 1;
   }
 }

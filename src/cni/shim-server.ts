@@ -231,7 +231,7 @@ function errorResponse(err: unknown, cniVersion: string): ShimResponse {
     err instanceof CniError
       ? err
       : new CniError({ code: CniErrorCode.Internal, msg: err instanceof Error ? err.message : String(err), cause: err });
-  return { exitCode: 1, stdout: JSON.stringify(cniError.toJSON(cniVersion)) };
+  return { exitCode: 1, stdout: JSON.stringify(cniError.toCniJson(cniVersion)) };
 }
 
 /**

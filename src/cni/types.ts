@@ -131,7 +131,7 @@ export class CniError extends Error {
     return this.code === CniErrorCode.TryAgainLater;
   }
 
-  toJSON(cniVersion = '1.0.0'): CniErrorJson {
+  toCniJson(cniVersion = '1.0.0'): CniErrorJson {
     const json: CniErrorJson = {
       cniVersion,
       code: this.code,

@@ -558,6 +558,8 @@ static int run_local_exec(const char *reason)
 	if (pid < 0)
 		return cni_error(CNI_ERR_IO, "fork for localExec: %s", strerror(errno));
 	if (pid == 0) {
+		/* An ignored SIGPIPE would be inherited across exec. */
+		signal(SIGPIPE, SIG_DFL);
 		if (dup2(p[0], STDIN_FILENO) < 0)
 			_exit(cni_error(CNI_ERR_IO, "dup2 for localExec: %s", strerror(errno)));
 		char *const argv[] = { local_exec, NULL };

@@ -22,7 +22,6 @@ import {
   waitFor,
 } from '../helpers/agent.js';
 
-jest.setTimeout(180_000);
 
 const webManifest = (name: string) => `apiVersion: v1
 kind: Pod
@@ -117,7 +116,8 @@ describe('standalone static pods', () => {
     expect((await httpGet(`http://${a.status!.podIP}:8080/`)).trim()).toBe('hello from web-a');
     expect((await httpGet(`http://${b.status!.podIP}:8080/`)).trim()).toBe('hello from web-b');
     const aContainer = a.status!.containerStatuses![0]!.containerID!.replace('containerd://', '');
-    const res = await cri.execSync(aContainer, ['wget', '-q', '-T', '3', '-O', '-', `http://${b.status!.podIP}:8080/`], 10);
+    // (busybox 1.35's `wget -T` crashes: the exec's own timeout bounds it instead)
+    const res = await cri.execSync(aContainer, ['wget', '-q', '-O', '-', `http://${b.status!.podIP}:8080/`], 10);
     expect(res.exitCode).toBe(0);
     expect(res.stdout.toString().trim()).toBe('hello from web-b');
   });
@@ -206,6 +206,10 @@ spec:
     const p = (await agent.pod('nopull'))!;
     expect(p.status!.phase).toBe('Pending');
     await agent.removeManifest('nopull.yaml');
+    await waitFor('nopull removed', async () => {
+      const left = await runtimeObjects(cri, [p.metadata!.uid!]);
+      return left.sandboxes.length === 0 && !(await agent.pod('nopull')) ? true : undefined;
+    }, 30_000);
   });
 
   test('restarting nodelet adopts running pods: no new sandbox, no restart, counts kept', async () => {

@@ -1,5 +1,6 @@
 // Runs the real nodelet binary against the rig's containerd for integration tests, and inspects the host.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { get } from 'node:http';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -193,7 +194,16 @@ export async function ipReservations(network = podNetworkName): Promise<string[]
 }
 
 /** GET from the host with a short timeout; traffic goes only to pod IPs this test created. */
-export async function httpGet(url: string, timeoutMs = 3_000): Promise<string> {
-  const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
-  return await res.text();
+export function httpGet(url: string, timeoutMs = 3_000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    // No keep-alive agent: the test must not hold sockets open after it ends.
+    const req = get(url, { agent: false, timeout: timeoutMs }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => (body += d));
+      res.on('end', () => resolve(body));
+    });
+    req.on('timeout', () => req.destroy(new Error(`GET ${url}: no answer within ${timeoutMs} ms`)));
+    req.on('error', reject);
+  });
 }

@@ -139,7 +139,7 @@ describe('ADD', () => {
     expect(err).toBeInstanceOf(CniError);
     expect(err).toMatchObject({ code: 7, msg: 'bad config', details: 'subnet too small', plugin: 'beta' });
     expect((err as CniError).message).toContain('beta');
-    expect((err as CniError).toJSON('1.0.0')).toEqual({
+    expect((err as CniError).toCniJson('1.0.0')).toEqual({
       cniVersion: '1.0.0',
       code: 7,
       msg: 'beta: bad config',

@@ -5,37 +5,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { pino } from 'pino';
-import { CniShimServer, parseShimRequest, type ShimBackend } from '../../../src/cni/shim-server.js';
-import { CniError, type CniResult, type CniRuntimeConf } from '../../../src/cni/types.js';
+import { CniShimServer, parseShimRequest } from '../../../src/cni/shim-server.js';
+import { CniError, type CniResult } from '../../../src/cni/types.js';
+import { FakeBackend, fakeResult as result } from './fake-backend.js';
 
 const log = pino({ level: 'silent' });
-
-const result: CniResult = {
-  cniVersion: '1.0.0',
-  interfaces: [{ name: 'eth0', mac: '02:00:00:00:00:03', sandbox: '/run/netns/x' }],
-  ips: [{ address: '10.99.0.7/24', gateway: '10.99.0.1', interface: 0 }],
-};
-
-class FakeBackend implements ShimBackend {
-  calls: { op: string; rt: CniRuntimeConf }[] = [];
-  fail: Error | undefined;
-  gate: Promise<void> | undefined;
-  async setUp(rt: CniRuntimeConf): Promise<CniResult> {
-    this.calls.push({ op: 'setUp', rt });
-    await this.gate;
-    if (this.fail) throw this.fail;
-    return result;
-  }
-  async tearDown(rt: CniRuntimeConf): Promise<void> {
-    this.calls.push({ op: 'tearDown', rt });
-    await this.gate;
-    if (this.fail) throw this.fail;
-  }
-  async check(rt: CniRuntimeConf): Promise<void> {
-    this.calls.push({ op: 'check', rt });
-    if (this.fail) throw this.fail;
-  }
-}
 
 let dir: string;
 let socketPath: string;
