@@ -1,5 +1,6 @@
 // One pod's worker: serialises its syncs and walks it one way through syncing -> terminating -> terminated.
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import { isUnavailable } from '../cri/errors.js';
 import type { Logger } from '../log.js';
 import { computePodActions, isNoop, type PodActions } from './compute-actions.js';
 import { canonicalJson } from '../canonical-json.js';
@@ -115,7 +116,9 @@ export class PodWorker {
         else await this.syncPod(controller.signal);
       } catch (err) {
         if (!controller.signal.aborted) {
-          this.log.warn({ err, lifecycle: this.lifecycle }, 'Pod sync failed; will retry');
+          // An unreachable runtime is reported once by the relist, not by every pod every retry.
+          if (isUnavailable(err)) this.log.debug({ err }, 'Pod sync waits for the container runtime');
+          else this.log.warn({ err, lifecycle: this.lifecycle }, 'Pod sync failed; will retry');
           this.schedule(this.deps.errorRetryMs);
         }
       } finally {

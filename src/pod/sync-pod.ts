@@ -50,15 +50,19 @@ async function killPod(deps: SyncDeps, state: PodRuntimeState, gracePeriodSecond
   return results;
 }
 
+/** kubelet never stops a container with less than 2 s of grace. */
+const minimumGracePeriodSeconds = 2;
+
 async function killContainer(
   deps: SyncDeps,
   id: string,
   name: string,
-  gracePeriodSeconds: number,
+  requestedGraceSeconds: number,
   reason: string,
   log: Logger,
   signal?: AbortSignal,
 ): Promise<StepResult> {
+  const gracePeriodSeconds = Math.max(requestedGraceSeconds, minimumGracePeriodSeconds);
   const clog = log.child({ container: name, containerId: id });
   clog.info({ gracePeriod: gracePeriodSeconds, reason }, 'Killing container with a grace period');
   try {
