@@ -7,6 +7,7 @@ import { CniExecutor } from '../../../src/cni/executor.js';
 import { PodNetwork } from '../../../src/cni/pod-network.js';
 import type { CniRuntimeConf } from '../../../src/cni/types.js';
 import { cidrContains, parseCidr, parseIp } from '../../../src/cni/cidr.js';
+import { httpGet } from '../helpers/agent.js';
 import {
   createNetns,
   ip,
@@ -103,8 +104,7 @@ describeRoot('PodNetwork with the reference plugins', () => {
     let body = '';
     for (let attempt = 0; attempt < 50 && body === ''; attempt++) {
       try {
-        const res = await fetch(`http://${podIP}:${HTTP_PORT}/index.html`, { signal: AbortSignal.timeout(2_000) });
-        body = await res.text();
+        body = await httpGet(`http://${podIP}:${HTTP_PORT}/index.html`, 2_000);
       } catch {
         await new Promise((r) => setTimeout(r, 100));
       }

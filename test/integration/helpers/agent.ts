@@ -87,12 +87,13 @@ export class AgentProcess {
   async stop(): Promise<number | null> {
     if (!this.child || this.child.exitCode !== null) return this.child?.exitCode ?? null;
     this.child.kill('SIGTERM');
-    const code = await Promise.race([this.exited!, sleep(15_000).then(() => 'timeout' as const)]);
-    if (code === 'timeout') {
-      this.child.kill('SIGKILL');
+    const child = this.child;
+    const forceKill = setTimeout(() => child.kill('SIGKILL'), 15_000);
+    try {
       return await this.exited!;
+    } finally {
+      clearTimeout(forceKill);
     }
-    return code;
   }
 
   get running(): boolean {
