@@ -6,6 +6,10 @@ cd "$(dirname "$0")/.."
 if [ "$(id -u)" != 0 ]; then echo "test: integration tests need root (containerd, runc, CNI)" >&2; exit 1; fi
 npm run --silent build
 bash scripts/runtime.sh up
+# One test run at a time per machine: integration tests share the containerd and the CNI shim socket.
+mkdir -p /run/nodelet
+exec 9>/run/nodelet/tests.lock
+flock 9
 results=$(mktemp /tmp/nodelet-jest-XXXXXX.json)
 trap 'rm -f "$results"' EXIT
 status=0

@@ -1,5 +1,6 @@
 // nodelet in standalone mode against the real containerd, runc and CNI plugins started by the rig.
 import { existsSync } from 'node:fs';
+import { execa } from 'execa';
 import { readFile } from 'node:fs/promises';
 import type { V1Pod } from '@kubernetes/client-node';
 import { CriClient } from '../../../src/cri/client.js';
@@ -15,6 +16,7 @@ import {
   isRunning,
   podSubnetPrefix,
   removeRuntimePods,
+  repoRoot,
   runtimeObjects,
   sandboxNetns,
   sleep,
@@ -110,6 +112,17 @@ describe('standalone static pods', () => {
     // Log layout: <podLogsDir>/<ns>_<name>_<uid>/<container>/<restartCount>.log
     const logFile = `${agent.podLogsDir}/default_${staticName('web-a')}_${a.metadata!.uid}/httpd/0.log`;
     await waitFor('container log file', async () => (existsSync(logFile) ? true : undefined), 10_000);
+  });
+
+  test('`nodelet pods` prints the running agent\'s pods as a table and as JSON', async () => {
+    const cli = (args: string[]) => execa(process.execPath, [`${repoRoot}/bin/nodelet.js`, 'pods', '--root-dir', agent.rootDir, ...args]);
+    const table = (await cli(['-o', 'wide'])).stdout.split('\n');
+    expect(table[0]).toMatch(/^NAMESPACE\s+NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\s+IP\s+NODE\s+NOMINATED NODE\s+READINESS GATES$/);
+    const row = table.find((l) => l.includes(staticName('web-a')))!;
+    expect(row.split(/\s{2,}/).slice(0, 7)).toEqual(['default', staticName('web-a'), '1/1', 'Running', '0', expect.stringMatching(/^\d+s$/), a.status!.podIP]);
+    const list = JSON.parse((await cli(['-o', 'json'])).stdout) as { kind: string; items: V1Pod[] };
+    expect(list.kind).toBe('List');
+    expect(list.items.map((p) => p.metadata!.name).sort()).toEqual([staticName('web-a'), staticName('web-b')]);
   });
 
   test('the host reaches both pods, and pod A fetches pod B over the pod network', async () => {
@@ -227,6 +240,17 @@ spec:
     expect(cs.restartCount).toBe(2);
     expect(cs.containerID).toBe(a.status!.containerStatuses![0]!.containerID);
     expect(after.status!.podIP).toBe(a.status!.podIP);
+  });
+
+  test('a changed manifest replaces its pod (new UID, old pod removed from the runtime)', async () => {
+    const old = (await agent.pod('web-a'))!;
+    await agent.writeManifest('web-a.yaml', webManifest('web-a').replace('hello from web-a', 'hello again from web-a'));
+    const fresh = remember(await agent.waitForPod('web-a', 'replaced and Running', (p) => p.metadata!.uid !== old.metadata!.uid && isRunning(p), 60_000));
+    expect((await httpGet(`http://${fresh.status!.podIP}:8080/`)).trim()).toBe('hello again from web-a');
+    await waitFor('old web-a gone from the runtime', async () => {
+      const left = await runtimeObjects(cri, [old.metadata!.uid!]);
+      return left.sandboxes.length + left.containers.length === 0 ? true : undefined;
+    }, 30_000);
   });
 
   test('removing a manifest leaves no sandbox, container, netns, veth or IP reservation', async () => {
