@@ -2,11 +2,12 @@
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { isInBackoffSince, type BackoffEntry, type BackoffPolicy } from './backoff.js';
 import { containerHash } from './container-hash.js';
+import { computeInitContainerPlan, findNextInitContainerToRun, hasAnyRegularContainerCreated, hasRestartableInitContainer } from './init-containers.js';
 import { latestContainer, type ContainerObservation, type PodRuntimeState, type SandboxObservation } from './runtime-state.js';
 
 export interface ContainerToStart {
   name: string;
-  /** Index in spec.containers. */
+  /** Index in spec.initContainers for init containers, else in spec.containers. */
   specIndex: number;
   restartCount: number;
   reason: string;
@@ -35,8 +36,10 @@ export interface PodActions {
   /** Attempt number of the sandbox to create. */
   attempt: number;
   containersToKill: ContainerToKill[];
+  /** Init containers to start before anything else, in order (several only for sidecars). */
+  initContainersToStart: ContainerToStart[];
   containersToStart: ContainerToStart[];
-  /** Containers that would restart now but are held back by crash-loop back-off. */
+  /** Containers (init or regular) that would restart now but are held back by crash-loop back-off. */
   containersInBackoff: ContainerInBackoff[];
 }
 
@@ -92,6 +95,11 @@ function planStart(
   return { name: container.name, specIndex, restartCount, reason: restartReason(latest) };
 }
 
+/** Whether a pod whose regular containers need nothing more got through initialization (kubelet's check before a new sandbox). */
+function initializationDone(pod: V1Pod, state: PodRuntimeState): boolean {
+  return hasRestartableInitContainer(pod) ? hasAnyRegularContainerCreated(pod, state) : findNextInitContainerToRun(pod, state).done;
+}
+
 function isStart(plan: ContainerToStart | ContainerInBackoff): plan is ContainerToStart {
   return 'specIndex' in plan;
 }
@@ -107,27 +115,68 @@ export function computePodActions(pod: V1Pod, state: PodRuntimeState, ctx: Compu
     sandboxId: sandbox?.id ?? '',
     attempt: 0,
     containersToKill: [],
+    initContainersToStart: [],
     containersToStart: [],
     containersInBackoff: [],
   };
   const addPlan = (plan: ContainerToStart | ContainerInBackoff) =>
     isStart(plan) ? actions.containersToStart.push(plan) : actions.containersInBackoff.push(plan);
+  const inits = pod.spec?.initContainers ?? [];
+  const addInitPlan = (i: number) => {
+    const plan = planStart(inits[i]!, i, latestContainer(state, inits[i]!.name), ctx);
+    if (isStart(plan)) actions.initContainersToStart.push(plan);
+    else actions.containersInBackoff.push(plan);
+  };
 
   if (!sandbox) {
     // Everything restarts in a new sandbox, unless the pod must not run again.
     actions.killPod = anythingAlive;
     actions.attempt = state.sandboxes[0] ? state.sandboxes[0].attempt + 1 : 0;
     if (restartPolicy === 'Never' && state.sandboxes.length > 0 && state.containers.length > 0) return actions;
-    containers.forEach((c, i) => {
+    const toStart = containers.flatMap((c, i) => {
       const latest = latestContainer(state, c.name);
-      if (restartPolicy === 'OnFailure' && latest?.state === 'exited' && latest.exitCode === 0) return;
-      addPlan(planStart(c, i, latest, ctx));
+      if (restartPolicy === 'OnFailure' && latest?.state === 'exited' && latest.exitCode === 0) return [];
+      return [planStart(c, i, latest, ctx)];
     });
-    actions.createSandbox = actions.containersToStart.length + actions.containersInBackoff.length > 0;
+    if (toStart.length === 0 && initializationDone(pod, state)) return actions;
+    actions.createSandbox = true;
+    // A new sandbox starts initialization over from the first init container.
+    if (inits.length > 0) addInitPlan(0);
+    else toStart.forEach(addPlan);
     return actions;
   }
 
-  const specNames = new Set(containers.map((c) => c.name));
+  // Until the pod is initialized, only init containers run.
+  if (inits.length > 0) {
+    const current = { ...state, containers: state.containers.filter((c) => c.sandboxId === sandbox.id) };
+    if (hasRestartableInitContainer(pod)) {
+      const plan = computeInitContainerPlan(pod, current);
+      if (plan.killPod) {
+        actions.killPod = anythingAlive;
+        return actions;
+      }
+      for (const k of plan.kill) actions.containersToKill.push({ id: k.container.id, name: k.container.name, reason: k.reason });
+      plan.start.forEach(addInitPlan);
+      if (!plan.initialized) return actions;
+    } else {
+      const { lastFailed, next, done } = findNextInitContainerToRun(pod, current);
+      if (!done) {
+        if (next !== undefined) {
+          if (lastFailed && restartPolicy === 'Never') {
+            actions.killPod = anythingAlive;
+          } else {
+            if (lastFailed?.state === 'unknown') {
+              actions.containersToKill.push({ id: lastFailed.id, name: lastFailed.name, reason: 'Init container is in unknown state, try killing it before removal' });
+            }
+            addInitPlan(next);
+          }
+        }
+        return actions;
+      }
+    }
+  }
+
+  const specNames = new Set([...containers, ...inits].map((c) => c.name));
   let keepCount = 0;
   containers.forEach((c, i) => {
     const latest = latestContainer(state, c.name);
@@ -162,14 +211,22 @@ export function computePodActions(pod: V1Pod, state: PodRuntimeState, ctx: Compu
   }
 
   if (keepCount === 0 && actions.containersToStart.length === 0 && actions.containersInBackoff.length === 0) {
-    // Nothing runs and nothing will: the pod is done, so its sandbox (and network) goes.
+    // Nothing runs and nothing will: the pod is done, so its sandbox (and network) goes, sidecars included.
     actions.killPod = true;
     actions.containersToKill = [];
+    actions.initContainersToStart = [];
+    actions.containersInBackoff = [];
   }
   return actions;
 }
 
 /** True when the actions would change nothing in the runtime. */
 export function isNoop(actions: PodActions): boolean {
-  return !actions.killPod && !actions.createSandbox && actions.containersToKill.length === 0 && actions.containersToStart.length === 0;
+  return (
+    !actions.killPod &&
+    !actions.createSandbox &&
+    actions.containersToKill.length === 0 &&
+    actions.initContainersToStart.length === 0 &&
+    actions.containersToStart.length === 0
+  );
 }

@@ -1,6 +1,7 @@
 // Derives a pod's API status from the observed runtime state, as kubelet's generateAPIPodStatus does (pure).
 import type { V1Container, V1ContainerState, V1ContainerStatus, V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node';
 import { shouldContainerBeRestarted } from './compute-actions.js';
+import { isRestartableInitContainer } from './init-containers.js';
 import { latestContainer, previousContainer, type ContainerObservation, type PodRuntimeState } from './runtime-state.js';
 
 /** Why a container is waiting, from the last sync (kubelet's reason cache), e.g. ErrImagePull. */
@@ -50,14 +51,17 @@ function stateOf(c: ContainerObservation, runtimeName: string): V1ContainerState
   }
 }
 
-function containerStatus(input: StatusInput, spec: V1Container): V1ContainerStatus {
+type ContainerKind = 'regular' | 'init' | 'sidecar';
+
+function containerStatus(input: StatusInput, spec: V1Container, kind: ContainerKind): V1ContainerStatus {
   const { state, runtimeName, waitingReasons, pod } = input;
   const latest = latestContainer(state, spec.name);
   const cached = waitingReasons.get(spec.name);
   if (!latest) {
     return {
       name: spec.name,
-      state: { waiting: { reason: cached?.reason ?? 'ContainerCreating', ...(cached?.message ? { message: cached.message } : {}) } },
+      // kubelet's default waiting reason is PodInitializing for every container of a pod with init containers.
+      state: { waiting: { reason: cached?.reason ?? (pod.spec?.initContainers?.length ? 'PodInitializing' : 'ContainerCreating'), ...(cached?.message ? { message: cached.message } : {}) } },
       ready: false,
       started: false,
       restartCount: 0,
@@ -68,7 +72,8 @@ function containerStatus(input: StatusInput, spec: V1Container): V1ContainerStat
   const status: V1ContainerStatus = {
     name: spec.name,
     state: stateOf(latest, runtimeName),
-    ready: latest.state === 'running',
+    // A plain init container is ready once it succeeded; others while they run.
+    ready: kind === 'init' ? latest.state === 'exited' && latest.exitCode === 0 : latest.state === 'running',
     started: latest.state === 'running',
     restartCount: latest.restartCount,
     image: spec.image ?? latest.image,
@@ -78,7 +83,8 @@ function containerStatus(input: StatusInput, spec: V1Container): V1ContainerStat
   const previous = previousContainer(state, spec.name);
   if (previous?.state === 'exited') status.lastState = terminatedState(previous, runtimeName);
   // A container that will be restarted and whose last start failed shows that failure as Waiting.
-  if (cached && shouldContainerBeRestarted(latest, pod.spec?.restartPolicy ?? 'Always')) {
+  const restartPolicy = kind === 'sidecar' ? 'Always' : (pod.spec?.restartPolicy ?? 'Always');
+  if (cached && shouldContainerBeRestarted(latest, restartPolicy)) {
     if (status.state?.terminated) status.lastState = status.state;
     status.state = { waiting: { reason: cached.reason, ...(cached.message ? { message: cached.message } : {}) } };
     status.ready = false;
@@ -87,27 +93,69 @@ function containerStatus(input: StatusInput, spec: V1Container): V1ContainerStat
   return status;
 }
 
-/** kubelet's getPhase for a pod without init containers. */
-export function podPhase(pod: V1Pod, statuses: V1ContainerStatus[]): string {
+const hasStarted = (s: V1ContainerStatus) => !!(s.state?.running || s.state?.terminated || s.lastState?.terminated);
+
+/** kubelet's getPhase: init containers (plain and sidecars) first, then the regular containers. */
+export function podPhase(pod: V1Pod, initStatuses: V1ContainerStatus[], statuses: V1ContainerStatus[]): string {
   const restartPolicy = pod.spec?.restartPolicy ?? 'Always';
-  let waiting = 0, running = 0, stopped = 0, succeeded = 0;
+  const byName = new Map(initStatuses.map((s) => [s.name, s]));
+  let pendingInitialization = 0, failedInitialization = 0;
+  let waiting = 0, running = 0, stopped = 0, succeeded = 0, unknown = 0;
+  for (const c of pod.spec?.initContainers ?? []) {
+    const s = byName.get(c.name);
+    if (isRestartableInitContainer(c)) {
+      if (!s) unknown++;
+      else if (s.state?.running) {
+        if (!s.started) pendingInitialization++;
+        running++;
+      } else if (s.state?.waiting && !s.lastState?.terminated) {
+        pendingInitialization++;
+        waiting++;
+      }
+      continue;
+    }
+    if (!s || s.state?.running) pendingInitialization++;
+    else if (s.state?.terminated) {
+      if (s.state.terminated.exitCode !== 0) failedInitialization++;
+    } else if (s.lastState?.terminated) {
+      if (s.lastState.terminated.exitCode !== 0) failedInitialization++;
+    } else pendingInitialization++;
+  }
   for (const s of statuses) {
     if (s.state?.running) running++;
     else if (s.state?.terminated) {
       stopped++;
       if (s.state.terminated.exitCode === 0) succeeded++;
     } else if (s.state?.waiting && s.lastState?.terminated) stopped++;
-    else waiting++;
+    else if (s.state?.waiting) waiting++;
+    else unknown++;
   }
-  if (waiting > 0) return 'Pending';
-  if (running > 0) return 'Running';
-  if (stopped > 0) {
+  if (failedInitialization > 0 && restartPolicy === 'Never') return 'Failed';
+  // A pod whose regular containers ran stays out of Pending while its sidecars restart.
+  if ((pendingInitialization > 0 && !statuses.some(hasStarted)) || waiting > 0) return 'Pending';
+  if (running > 0 && unknown === 0) return 'Running';
+  if (running === 0 && stopped > 0 && unknown === 0) {
     if (restartPolicy === 'Always') return 'Running';
     if (stopped === succeeded) return 'Succeeded';
     if (restartPolicy === 'Never') return 'Failed';
     return 'Running';
   }
   return 'Pending';
+}
+
+/** kubelet's Initialized condition: every init container succeeded (sidecars: started), or a regular container ran. */
+function initializedCondition(pod: V1Pod, initStatuses: V1ContainerStatus[], statuses: V1ContainerStatus[], phase: string): { ok: boolean; reason?: string; message?: string } {
+  const inits = pod.spec?.initContainers ?? [];
+  if (inits.length === 0) return { ok: true };
+  const incomplete: string[] = [];
+  for (const c of inits) {
+    const s = initStatuses.find((x) => x.name === c.name);
+    const complete = isRestartableInitContainer(c) ? !!s?.started : s?.state?.terminated?.exitCode === 0;
+    if (!complete) incomplete.push(c.name);
+  }
+  if (phase === 'Succeeded') return { ok: true, reason: 'PodCompleted' };
+  if (statuses.some(hasStarted) || incomplete.length === 0) return { ok: true };
+  return { ok: false, reason: 'ContainersNotInitialized', message: `containers with incomplete status: [${incomplete.join(' ')}]` };
 }
 
 function condition(type: string, ok: boolean, input: StatusInput, reason?: string, message?: string): V1PodCondition {
@@ -129,15 +177,18 @@ const terminalPhases = new Set(['Succeeded', 'Failed']);
 export function derivePodStatus(input: StatusInput): V1PodStatus {
   const { pod, state, previous, hostIP } = input;
   const containers = pod.spec?.containers ?? [];
-  const statuses = containers.map((c) => containerStatus(input, c));
-  let phase = input.rejection ? 'Failed' : podPhase(pod, statuses);
+  const statuses = containers.map((c) => containerStatus(input, c, 'regular'));
+  const initStatuses = (pod.spec?.initContainers ?? []).map((c) => containerStatus(input, c, isRestartableInitContainer(c) ? 'sidecar' : 'init'));
+  let phase = input.rejection ? 'Failed' : podPhase(pod, initStatuses, statuses);
   // A pod never leaves a terminal phase.
   if (previous?.phase && terminalPhases.has(previous.phase)) phase = previous.phase;
   const completed = terminalPhases.has(phase);
 
+  const initialized = initializedCondition(pod, initStatuses, statuses, phase);
   const sandbox = state.sandboxes[0];
   const podIPs = pod.spec?.hostNetwork ? (hostIP ? [hostIP] : []) : (sandbox?.ips ?? []);
-  const unready = statuses.filter((s) => !s.ready).map((s) => s.name);
+  const sidecarStatuses = initStatuses.filter((s) => (pod.spec?.initContainers ?? []).some((c) => c.name === s.name && isRestartableInitContainer(c)));
+  const unready = [...sidecarStatuses, ...statuses].filter((s) => !s.ready).map((s) => s.name);
   const containersReady = !completed && unready.length === 0;
   const notReadyReason = completed ? 'PodCompleted' : 'ContainersNotReady';
   const notReadyMessage = completed ? undefined : `containers with unready status: [${unready.join(' ')}]`;
@@ -147,7 +198,7 @@ export function derivePodStatus(input: StatusInput): V1PodStatus {
     phase,
     conditions: [
       condition('PodReadyToStartContainers', sandboxReady, input),
-      condition('Initialized', true, input),
+      condition('Initialized', initialized.ok, input, initialized.reason, initialized.message),
       condition('Ready', containersReady, input, containersReady ? undefined : notReadyReason, containersReady ? undefined : notReadyMessage),
       condition('ContainersReady', containersReady, input, containersReady ? undefined : notReadyReason, containersReady ? undefined : notReadyMessage),
       condition('PodScheduled', true, input),
@@ -157,6 +208,7 @@ export function derivePodStatus(input: StatusInput): V1PodStatus {
     startTime: previous?.startTime ?? input.now,
     containerStatuses: statuses,
   };
+  if (initStatuses.length > 0) status.initContainerStatuses = initStatuses;
   if (podIPs.length > 0) {
     status.podIP = podIPs[0];
     status.podIPs = podIPs.map((ip) => ({ ip }));

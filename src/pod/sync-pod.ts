@@ -1,12 +1,13 @@
 // Executes a pod's computed actions against the runtime, step by step, recording a result per step.
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { V1Pod } from '@kubernetes/client-node';
-import type { RuntimeService } from '../cri/types.js';
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import type { PodSandboxConfig, RuntimeService } from '../cri/types.js';
 import { isNotFound } from '../cri/errors.js';
 import type { Logger } from '../log.js';
 import type { Backoff } from './backoff.js';
-import type { PodActions } from './compute-actions.js';
+import type { ContainerToStart, PodActions } from './compute-actions.js';
+import { isRestartableInitContainer } from './init-containers.js';
 import type { ImageManager } from './images.js';
 import { latestContainer, type PodRuntimeState } from './runtime-state.js';
 import {
@@ -75,12 +76,52 @@ async function killContainer(
   }
 }
 
+/** Pulls the image (per policy), creates and starts one container; the result names the failure kubelet would. */
+async function startContainer(
+  deps: SyncDeps,
+  pod: V1Pod,
+  spec: V1Container,
+  start: ContainerToStart,
+  state: PodRuntimeState,
+  sandboxId: string,
+  sandboxConfig: PodSandboxConfig,
+  log: Logger,
+  signal?: AbortSignal,
+): Promise<StepResult> {
+  const clog = log.child({ container: spec.name });
+  if (latestContainer(state, spec.name)?.state === 'exited') deps.crashBackoff.next(crashBackoffKey(pod, spec.name), deps.now());
+  try {
+    await deps.images.ensureImage(pod, spec, sandboxConfig, clog, signal);
+  } catch (err) {
+    return stepFailed('StartContainer', spec.name, err, 'ErrImagePull');
+  }
+  let containerId: string;
+  try {
+    const config = buildContainerConfig(pod, spec, start.restartCount);
+    await mkdir(join(sandboxConfig.logDirectory, spec.name), { recursive: true, mode: 0o755 });
+    containerId = await deps.runtime.createContainer(sandboxId, config, sandboxConfig, { signal });
+    clog.info({ containerId, restartCount: start.restartCount, reason: start.reason }, 'Created container');
+  } catch (err) {
+    clog.warn({ err }, 'Failed to create container');
+    return stepFailed('StartContainer', spec.name, err, 'CreateContainerError');
+  }
+  try {
+    await deps.runtime.startContainer(containerId, { signal });
+    clog.info({ containerId }, 'Started container');
+    return { action: 'StartContainer', target: spec.name };
+  } catch (err) {
+    clog.warn({ err, containerId }, 'Failed to start container');
+    return stepFailed('StartContainer', spec.name, err, 'RunContainerError');
+  }
+}
+
 /**
  * Executes actions in kubelet's SyncPod order:
  *  1. kill the pod (running containers, then sandboxes) when asked; a failure ends the sync;
  *  2. kill the containers marked for killing;
  *  3. create the sandbox when asked; a failure ends the sync;
- *  4. start the containers in spec order (image, create, start). As kubelet does, a container
+ *  4. start the init containers to start, in order; an init container (not a sidecar) that fails ends the sync;
+ *  5. start the containers in spec order (image, create, start). As kubelet does, a container
  *     that fails is recorded and the next one is still tried; the next sync retries it.
  */
 export async function executePodActions(
@@ -122,37 +163,17 @@ export async function executePodActions(
   }
 
   const sandboxConfig = buildSandboxConfig(pod, attempt, deps.node);
+  const inits = pod.spec?.initContainers ?? [];
+  for (const start of actions.initContainersToStart) {
+    const spec = inits[start.specIndex]!;
+    const result = await startContainer(deps, pod, spec, start, state, sandboxId, sandboxConfig, log, signal);
+    results.push(result);
+    // An init container that cannot start stops initialization; a sidecar that cannot does not.
+    if (result.error && !isRestartableInitContainer(spec)) return results;
+  }
   const specs = pod.spec?.containers ?? [];
   for (const start of actions.containersToStart) {
-    const spec = specs[start.specIndex]!;
-    const clog = log.child({ container: spec.name });
-    const latest = latestContainer(state, spec.name);
-    if (latest?.state === 'exited') deps.crashBackoff.next(crashBackoffKey(pod, spec.name), deps.now());
-    try {
-      await deps.images.ensureImage(pod, spec, sandboxConfig, clog, signal);
-    } catch (err) {
-      results.push(stepFailed('StartContainer', spec.name, err, 'ErrImagePull'));
-      continue;
-    }
-    let containerId: string;
-    try {
-      const config = buildContainerConfig(pod, spec, start.restartCount);
-      await mkdir(join(sandboxConfig.logDirectory, spec.name), { recursive: true, mode: 0o755 });
-      containerId = await deps.runtime.createContainer(sandboxId, config, sandboxConfig, { signal });
-      clog.info({ containerId, restartCount: start.restartCount, reason: start.reason }, 'Created container');
-    } catch (err) {
-      clog.warn({ err }, 'Failed to create container');
-      results.push(stepFailed('StartContainer', spec.name, err, 'CreateContainerError'));
-      continue;
-    }
-    try {
-      await deps.runtime.startContainer(containerId, { signal });
-      clog.info({ containerId }, 'Started container');
-      results.push({ action: 'StartContainer', target: spec.name });
-    } catch (err) {
-      clog.warn({ err, containerId }, 'Failed to start container');
-      results.push(stepFailed('StartContainer', spec.name, err, 'RunContainerError'));
-    }
+    results.push(await startContainer(deps, pod, specs[start.specIndex]!, start, state, sandboxId, sandboxConfig, log, signal));
   }
   return results;
 }

@@ -6,16 +6,18 @@ import type { WaitingReason } from './status.js';
 export function unsupportedPodFields(pod: V1Pod): WaitingReason | undefined {
   const spec = pod.spec;
   const fields: string[] = [];
-  if (spec?.initContainers?.length) fields.push('spec.initContainers');
   if (spec?.ephemeralContainers?.length) fields.push('spec.ephemeralContainers');
   if (spec?.volumes?.length) fields.push('spec.volumes');
-  (spec?.containers ?? []).forEach((c, i) => {
-    if (c.volumeMounts?.length) fields.push(`spec.containers[${i}].volumeMounts`);
-    if (c.envFrom?.length) fields.push(`spec.containers[${i}].envFrom`);
-    (c.env ?? []).forEach((e, j) => {
-      if (e.valueFrom) fields.push(`spec.containers[${i}].env[${j}].valueFrom`);
+  const lists = [['spec.initContainers', spec?.initContainers ?? []], ['spec.containers', spec?.containers ?? []]] as const;
+  for (const [path, list] of lists) {
+    list.forEach((c, i) => {
+      if (c.volumeMounts?.length) fields.push(`${path}[${i}].volumeMounts`);
+      if (c.envFrom?.length) fields.push(`${path}[${i}].envFrom`);
+      (c.env ?? []).forEach((e, j) => {
+        if (e.valueFrom) fields.push(`${path}[${i}].env[${j}].valueFrom`);
+      });
     });
-  });
+  }
   if (fields.length === 0) return undefined;
   const m = pod.metadata ?? {};
   return {

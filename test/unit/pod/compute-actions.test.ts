@@ -21,7 +21,7 @@ function basePod(): V1Pod {
 }
 
 function running(pod: V1Pod, name: string, extra: Partial<ContainerObservation> = {}): ContainerObservation {
-  const spec = pod.spec!.containers.find((c) => c.name === name)!;
+  const spec = [...pod.spec!.containers, ...(pod.spec!.initContainers ?? [])].find((c) => c.name === name) ?? { name, image: 'x' };
   return {
     id: `${name}-1`,
     sandboxId: 'sb-1',
@@ -50,12 +50,27 @@ function baseState(pod: V1Pod): PodRuntimeState {
   };
 }
 
+function withInits(pod: V1Pod): void {
+  pod.spec!.initContainers = [
+    { name: 'init-a', image: 'localhost/nodelet/busybox:1.35', command: ['true'] },
+    { name: 'init-b', image: 'localhost/nodelet/busybox:1.35', command: ['true'] },
+  ];
+}
+
+function withSidecar(pod: V1Pod): void {
+  pod.spec!.initContainers = [
+    { name: 'proxy', image: 'localhost/nodelet/busybox:1.35', restartPolicy: 'Always' },
+    { name: 'init-b', image: 'localhost/nodelet/busybox:1.35', command: ['true'] },
+  ];
+}
+
 const noop: PodActions = {
   killPod: false,
   createSandbox: false,
   sandboxId: 'sb-1',
   attempt: 0,
   containersToKill: [],
+  initContainersToStart: [],
   containersToStart: [],
   containersInBackoff: [],
 };
@@ -248,6 +263,116 @@ const cases: Case[] = [
       ],
     },
   },
+  // Init containers (no sidecars): one at a time, in order, each to success before the next.
+  {
+    name: 'init: a new sandbox starts with the first init container only',
+    mutate: (p, s) => {
+      withInits(p);
+      s.sandboxes = [];
+      s.containers = [];
+    },
+    expected: { createSandbox: true, sandboxId: '', initContainersToStart: [{ name: 'init-a', specIndex: 0, restartCount: 0, reason: 'container has not been started' }] },
+  },
+  {
+    name: 'init: the first succeeded, start the second',
+    mutate: (p, s) => {
+      withInits(p);
+      s.containers = [exited(p, 'init-a', 0)];
+    },
+    expected: { initContainersToStart: [{ name: 'init-b', specIndex: 1, restartCount: 0, reason: 'container has not been started' }] },
+  },
+  {
+    name: 'init: one is still running, wait',
+    mutate: (p, s) => {
+      withInits(p);
+      s.containers = [running(p, 'init-b'), exited(p, 'init-a', 0)];
+    },
+    expected: {},
+  },
+  {
+    name: 'init: all succeeded, start the app containers',
+    mutate: (p, s) => {
+      withInits(p);
+      s.containers = [exited(p, 'init-b', 0), exited(p, 'init-a', 0)];
+    },
+    expected: {
+      containersToStart: [
+        { name: 'app', specIndex: 0, restartCount: 0, reason: 'container has not been started' },
+        { name: 'sidecar', specIndex: 1, restartCount: 0, reason: 'container has not been started' },
+      ],
+    },
+  },
+  {
+    name: 'init: a failed init container is retried (restartPolicy Always)',
+    mutate: (p, s) => {
+      withInits(p);
+      s.containers = [exited(p, 'init-b', 1, { restartCount: 1 }), exited(p, 'init-a', 0)];
+    },
+    expected: { initContainersToStart: [{ name: 'init-b', specIndex: 1, restartCount: 2, reason: 'container exited with code 1' }] },
+  },
+  {
+    name: 'init: a failed init container in back-off waits',
+    mutate: (p, s) => {
+      withInits(p);
+      s.containers = [exited(p, 'init-b', 1, { finishedAt: now - 2_000 }), exited(p, 'init-a', 0)];
+    },
+    backoff: { 'init-b': { durationMs: 10_000, lastUpdate: now - 5_000 } },
+    expected: { containersInBackoff: [{ name: 'init-b', retryAt: now + 8_000, durationMs: 10_000 }] },
+  },
+  {
+    name: 'init: a failed init container with restartPolicy Never kills the pod',
+    mutate: (p, s) => {
+      withInits(p);
+      p.spec!.restartPolicy = 'Never';
+      s.containers = [exited(p, 'init-a', 2)];
+    },
+    expected: { killPod: true },
+  },
+  {
+    name: 'init: running app containers mean initialization is done even if init containers are gone',
+    mutate: (p) => withInits(p),
+    expected: {},
+  },
+  {
+    name: 'init: a new sandbox after a crash runs initialization again from the first',
+    mutate: (p, s) => {
+      withInits(p);
+      s.sandboxes[0]!.ready = false;
+      s.containers = [exited(p, 'app', 137), exited(p, 'sidecar', 137), exited(p, 'init-b', 0), exited(p, 'init-a', 0)];
+    },
+    expected: {
+      createSandbox: true,
+      sandboxId: '',
+      attempt: 1,
+      initContainersToStart: [{ name: 'init-a', specIndex: 0, restartCount: 1, reason: 'container exited with code 0' }],
+    },
+  },
+  // Sidecars (init containers with restartPolicy Always): started in order, kept running.
+  {
+    name: 'sidecar: once the sidecar runs, the next init container starts',
+    mutate: (p, s) => {
+      withSidecar(p);
+      s.containers = [running(p, 'proxy')];
+    },
+    expected: { initContainersToStart: [{ name: 'init-b', specIndex: 1, restartCount: 0, reason: 'container has not been started' }] },
+  },
+  {
+    name: 'sidecar: after initialization an exited sidecar is restarted, app containers keep running',
+    mutate: (p, s) => {
+      withSidecar(p);
+      s.containers = [running(p, 'app'), running(p, 'sidecar'), exited(p, 'proxy', 1), exited(p, 'init-b', 0)];
+    },
+    expected: { initContainersToStart: [{ name: 'proxy', specIndex: 0, restartCount: 1, reason: 'container exited with code 1' }] },
+  },
+  {
+    name: 'sidecar: with every app container done under Never, the sidecar is stopped with the pod',
+    mutate: (p, s) => {
+      withSidecar(p);
+      p.spec!.restartPolicy = 'Never';
+      s.containers = [exited(p, 'app', 0), exited(p, 'sidecar', 0), running(p, 'proxy'), exited(p, 'init-b', 0)];
+    },
+    expected: { killPod: true },
+  },
 ];
 
 describe('computePodActions', () => {
@@ -265,6 +390,7 @@ describe('computePodActions', () => {
 
   test('isNoop is true only when nothing changes in the runtime', () => {
     expect(isNoop(noop)).toBe(true);
+    expect(isNoop({ ...noop, initContainersToStart: [{ name: 'i', specIndex: 0, restartCount: 0, reason: '' }] })).toBe(false);
     expect(isNoop({ ...noop, containersInBackoff: [{ name: 'a', retryAt: 1, durationMs: 1 }] })).toBe(true);
     expect(isNoop({ ...noop, killPod: true })).toBe(false);
   });

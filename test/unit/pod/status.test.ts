@@ -121,6 +121,61 @@ describe('derivePodStatus', () => {
 
 describe('podPhase', () => {
   test('Always with everything stopped is Running (restarting)', () => {
-    expect(podPhase(pod(), [{ name: 'app', ready: false, restartCount: 1, image: '', imageID: '', state: { terminated: { exitCode: 1 } } }])).toBe('Running');
+    expect(podPhase(pod(), [], [{ name: 'app', ready: false, restartCount: 1, image: '', imageID: '', state: { terminated: { exitCode: 1 } } }])).toBe('Running');
+  });
+});
+
+describe('init containers', () => {
+  function initPod(restartPolicy = 'Always', sidecar = false): V1Pod {
+    const p = pod(restartPolicy);
+    p.spec!.initContainers = [
+      { name: 'setup', image: 'img:1', ...(sidecar ? { restartPolicy: 'Always' } : {}) },
+      { name: 'migrate', image: 'img:1' },
+    ];
+    return p;
+  }
+
+  test('before any container: Pending, PodInitializing everywhere, Initialized False naming both', () => {
+    const s = derivePodStatus(input(initPod(), []));
+    expect(s.phase).toBe('Pending');
+    expect(s.initContainerStatuses!.map((c) => c.state!.waiting!.reason)).toEqual(['PodInitializing', 'PodInitializing']);
+    expect(s.containerStatuses!.map((c) => c.state!.waiting!.reason)).toEqual(['PodInitializing', 'PodInitializing']);
+    expect(cond(s, 'Initialized')).toMatchObject({ status: 'False', reason: 'ContainersNotInitialized', message: 'containers with incomplete status: [setup migrate]' });
+  });
+
+  test('first init container done, second running: still Pending, the first is ready', () => {
+    const s = derivePodStatus(input(initPod(), [c('migrate', 'running'), c('setup', 'exited', { exitCode: 0 })]));
+    expect(s.phase).toBe('Pending');
+    expect(s.initContainerStatuses![0]).toMatchObject({ name: 'setup', ready: true });
+    expect(s.initContainerStatuses![0]!.state!.terminated).toMatchObject({ exitCode: 0, reason: 'Completed' });
+    expect(s.initContainerStatuses![1]).toMatchObject({ name: 'migrate', ready: false });
+    expect(cond(s, 'Initialized').message).toBe('containers with incomplete status: [migrate]');
+  });
+
+  test('all init containers done, app running: Running and Initialized', () => {
+    const s = derivePodStatus(input(initPod(), [c('app', 'running'), c('side', 'running'), c('migrate', 'exited', { exitCode: 0 }), c('setup', 'exited', { exitCode: 0 })]));
+    expect(s.phase).toBe('Running');
+    expect(cond(s, 'Initialized').status).toBe('True');
+    expect(cond(s, 'Ready').status).toBe('True');
+  });
+
+  test('a failed init container under Never makes the pod Failed', () => {
+    const s = derivePodStatus(input(initPod('Never'), [c('setup', 'exited', { exitCode: 4 })]));
+    expect(s.phase).toBe('Failed');
+    expect(s.initContainerStatuses![0]!.state!.terminated).toMatchObject({ exitCode: 4, reason: 'Error' });
+  });
+
+  test('a failing init container in crash-loop back-off under Always keeps the pod Pending', () => {
+    const reasons = new Map<string, WaitingReason>([['setup', { reason: 'CrashLoopBackOff', message: 'back-off 10s' }]]);
+    const s = derivePodStatus(input(initPod(), [c('setup', 'exited', { exitCode: 1 })], { waitingReasons: reasons }));
+    expect(s.initContainerStatuses![0]!.state!.waiting!.reason).toBe('CrashLoopBackOff');
+    expect(s.phase).toBe('Pending');
+  });
+
+  test('a running sidecar counts as initialized, and its readiness joins ContainersReady', () => {
+    const s = derivePodStatus(input(initPod('Always', true), [c('migrate', 'running'), c('setup', 'running')]));
+    expect(s.initContainerStatuses![0]).toMatchObject({ name: 'setup', ready: true, started: true });
+    expect(cond(s, 'Initialized').message).toBe('containers with incomplete status: [migrate]');
+    expect(cond(s, 'ContainersReady').message).toBe('containers with unready status: [app side]');
   });
 });
