@@ -94,6 +94,7 @@ export class Agent {
       now: Date.now,
       observer,
       hostIP: () => nodeIP,
+      podIPs: (sandboxId) => podNetwork.podIPs(sandboxId) ?? [],
       runtimeName: () => runtimeName,
       resyncIntervalMs: config.syncFrequencyMs,
       errorRetryMs: workerErrorRetryMs,

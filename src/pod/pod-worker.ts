@@ -13,7 +13,6 @@ import { unsupportedPodFields } from './unsupported.js';
 
 export interface PodWorkerDeps extends SyncDeps {
   observer: RuntimeObserver;
-  hostIP: () => string;
   runtimeName: () => string;
   /** How often a pod is synced with nothing to wake it (kubelet's syncFrequency). */
   resyncIntervalMs: number;

@@ -103,13 +103,6 @@ export function buildSandboxConfig(pod: V1Pod, attempt: number, node: NodeRuntim
   };
 }
 
-/** Plain `value` env vars, each expanded against the ones before it, as kubelet does. */
-export function containerEnv(container: V1Container): Map<string, string> {
-  const env = new Map<string, string>();
-  for (const e of container.env ?? []) env.set(e.name, expandVars(e.value ?? '', env));
-  return env;
-}
-
 // kubelet's defaults for unprivileged containers; containerd 1.6 masks nothing unless they are sent.
 const defaultMaskedPaths = [
   '/proc/asound', '/proc/acpi', '/proc/kcore', '/proc/keys', '/proc/latency_stats', '/proc/timer_list',
@@ -117,8 +110,8 @@ const defaultMaskedPaths = [
 ];
 const defaultReadonlyPaths = ['/proc/bus', '/proc/fs', '/proc/irq', '/proc/sys', '/proc/sysrq-trigger'];
 
-export function buildContainerConfig(pod: V1Pod, container: V1Container, restartCount: number): ContainerConfig {
-  const env = containerEnv(container);
+/** `env` is the container's resolved environment (see env.ts); command and args are expanded against it. */
+export function buildContainerConfig(pod: V1Pod, container: V1Container, restartCount: number, env: ReadonlyMap<string, string>): ContainerConfig {
   const annotations: KeyValueMap = {
     [containerHashAnnotation]: containerHash(container),
     [containerRestartCountAnnotation]: String(restartCount),

@@ -7,6 +7,7 @@ import { isNotFound } from '../cri/errors.js';
 import type { Logger } from '../log.js';
 import type { Backoff } from './backoff.js';
 import type { ContainerToStart, PodActions } from './compute-actions.js';
+import { containerEnv } from './env.js';
 import { isRestartableInitContainer } from './init-containers.js';
 import type { ImageManager } from './images.js';
 import { latestContainer, type PodRuntimeState } from './runtime-state.js';
@@ -21,6 +22,10 @@ import { stepFailed, type StepResult } from './sync-result.js';
 
 export interface SyncDeps {
   runtime: RuntimeService;
+  /** The node's IP (status.hostIP). */
+  hostIP: () => string;
+  /** IPs the pod network gave a sandbox (primary first). */
+  podIPs: (sandboxId: string) => string[];
   images: ImageManager;
   crashBackoff: Backoff;
   node: NodeRuntimeSettings;
@@ -81,6 +86,8 @@ async function startContainer(
   deps: SyncDeps,
   pod: V1Pod,
   spec: V1Container,
+  /** The container's field path in the pod, for error messages (e.g. spec.containers[1]). */
+  field: string,
   start: ContainerToStart,
   state: PodRuntimeState,
   sandboxId: string,
@@ -97,7 +104,9 @@ async function startContainer(
   }
   let containerId: string;
   try {
-    const config = buildContainerConfig(pod, spec, start.restartCount);
+    const podIPs = pod.spec?.hostNetwork ? [deps.hostIP()] : deps.podIPs(sandboxId);
+    const env = containerEnv(pod, spec, field, { podIPs, hostIP: deps.hostIP() });
+    const config = buildContainerConfig(pod, spec, start.restartCount, env);
     await mkdir(join(sandboxConfig.logDirectory, spec.name), { recursive: true, mode: 0o755 });
     containerId = await deps.runtime.createContainer(sandboxId, config, sandboxConfig, { signal });
     clog.info({ containerId, restartCount: start.restartCount, reason: start.reason }, 'Created container');
@@ -142,7 +151,7 @@ export async function executePodActions(
   }
 
   for (const k of actions.containersToKill) {
-    results.push(await killContainer(deps, k.id, k.name, grace, k.reason, log, signal));
+    results.push(await killContainer(deps, k.id, k.name, k.gracePeriodSeconds ?? grace, k.reason, log, signal));
   }
 
   let sandboxId = actions.sandboxId;
@@ -166,14 +175,14 @@ export async function executePodActions(
   const inits = pod.spec?.initContainers ?? [];
   for (const start of actions.initContainersToStart) {
     const spec = inits[start.specIndex]!;
-    const result = await startContainer(deps, pod, spec, start, state, sandboxId, sandboxConfig, log, signal);
+    const result = await startContainer(deps, pod, spec, `spec.initContainers[${start.specIndex}]`, start, state, sandboxId, sandboxConfig, log, signal);
     results.push(result);
     // An init container that cannot start stops initialization; a sidecar that cannot does not.
     if (result.error && !isRestartableInitContainer(spec)) return results;
   }
   const specs = pod.spec?.containers ?? [];
   for (const start of actions.containersToStart) {
-    results.push(await startContainer(deps, pod, specs[start.specIndex]!, start, state, sandboxId, sandboxConfig, log, signal));
+    results.push(await startContainer(deps, pod, specs[start.specIndex]!, `spec.containers[${start.specIndex}]`, start, state, sandboxId, sandboxConfig, log, signal));
   }
   return results;
 }

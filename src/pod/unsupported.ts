@@ -14,7 +14,10 @@ export function unsupportedPodFields(pod: V1Pod): WaitingReason | undefined {
       if (c.volumeMounts?.length) fields.push(`${path}[${i}].volumeMounts`);
       if (c.envFrom?.length) fields.push(`${path}[${i}].envFrom`);
       (c.env ?? []).forEach((e, j) => {
-        if (e.valueFrom) fields.push(`${path}[${i}].env[${j}].valueFrom`);
+        // fieldRef is served by the downward API; the other sources need quantities or an API server.
+        for (const source of ['resourceFieldRef', 'configMapKeyRef', 'secretKeyRef'] as const) {
+          if (e.valueFrom?.[source]) fields.push(`${path}[${i}].env[${j}].valueFrom.${source}`);
+        }
       });
     });
   }

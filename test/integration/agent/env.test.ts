@@ -1,0 +1,91 @@
+// The container's environment as kubelet makes it, read from the container's own log.
+import { readFile, rm } from 'node:fs/promises';
+import { CriClient } from '../../../src/cri/client.js';
+import { AgentProcess, busybox, criEndpoint, removeRuntimePods, runtimeObjects, staticName, testNode, waitFor } from '../helpers/agent.js';
+
+const cri = new CriClient(criEndpoint);
+const agent = await AgentProcess.create();
+const uids = new Set<string>();
+
+beforeAll(async () => {
+  await agent.start();
+});
+
+afterAll(async () => {
+  try {
+    await rm(agent.manifestDir, { recursive: true, force: true });
+    if (agent.running) {
+      await waitFor('pods removed', async () => ((await runtimeObjects(cri, [...uids])).sandboxes.length === 0 ? true : undefined), 60_000).catch(() => undefined);
+    }
+  } finally {
+    await agent.stop();
+    await removeRuntimePods(cri, [...uids]);
+    await agent.cleanupDirs();
+    cri.close();
+  }
+});
+
+test('env values, $(VAR) expansion with $$ escapes, and fieldRef values reach the process', async () => {
+  await agent.writeManifest('env.yaml', `apiVersion: v1
+kind: Pod
+metadata:
+  name: envpod
+  labels: {app: demo}
+  annotations: {team: nodes}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: main
+    image: ${busybox}
+    env:
+    - {name: GREETING, value: hello}
+    - {name: MESSAGE, value: "$(GREETING) world, $$(GREETING) stays"}
+    - {name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
+    - {name: POD_NAMESPACE, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}
+    - {name: POD_UID, valueFrom: {fieldRef: {fieldPath: metadata.uid}}}
+    - {name: APP, valueFrom: {fieldRef: {fieldPath: "metadata.labels['app']"}}}
+    - {name: TEAM, valueFrom: {fieldRef: {fieldPath: "metadata.annotations['team']"}}}
+    - {name: NODE, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}
+    - {name: HOST_IP, valueFrom: {fieldRef: {fieldPath: status.hostIP}}}
+    - {name: POD_IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}
+    command: ["sh", "-c"]
+    args: ["env | sort; echo ARG=$(MESSAGE)"]
+`);
+  const pod = await agent.waitForPod('envpod', 'Succeeded', (p) => p.status?.phase === 'Succeeded');
+  uids.add(pod.metadata!.uid!);
+  const log = await readFile(`${agent.podLogsDir}/default_${staticName('envpod')}_${pod.metadata!.uid}/main/0.log`, 'utf8');
+  const vars = new Map(
+    log.split('\n').map((l) => l.split(' ').slice(3).join(' ')).filter((l) => l.includes('=')).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+  );
+  expect(Object.fromEntries(vars)).toMatchObject({
+    GREETING: 'hello',
+    MESSAGE: 'hello world, $(GREETING) stays',
+    POD_NAME: staticName('envpod'),
+    POD_NAMESPACE: 'default',
+    POD_UID: pod.metadata!.uid,
+    APP: 'demo',
+    TEAM: 'nodes',
+    NODE: testNode,
+    HOST_IP: pod.status!.hostIP,
+    POD_IP: pod.status!.podIP,
+    ARG: 'hello world, $(GREETING) stays',
+  });
+});
+
+test('an unknown fieldRef path leaves the container waiting with CreateContainerConfigError, naming the field', async () => {
+  await agent.writeManifest('badenv.yaml', `apiVersion: v1
+kind: Pod
+metadata: {name: badenv}
+spec:
+  containers:
+  - name: main
+    image: ${busybox}
+    command: ["sleep", "3600"]
+    env:
+    - {name: X, valueFrom: {fieldRef: {fieldPath: spec.nothing}}}
+`);
+  const pod = await agent.waitForPod('badenv', 'CreateContainerConfigError', (p) =>
+    p.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'CreateContainerConfigError');
+  uids.add(pod.metadata!.uid!);
+  expect(pod.status!.containerStatuses![0]!.state!.waiting!.message).toContain('spec.containers[0].env[0].valueFrom.fieldRef.fieldPath: Unsupported value: "spec.nothing"');
+});
