@@ -8,7 +8,8 @@ import { CniExecutor } from '../cni/executor.js';
 import { PodNetwork } from '../cni/pod-network.js';
 import { CniShimServer } from '../cni/shim-server.js';
 import { hostRoutes } from '../host/routes.js';
-import { detectNodeIP, hostDnsConfig, nodeName } from '../host/node.js';
+import { PodCgroupManager } from '../host/cgroups.js';
+import { detectNodeIP, hostAddresses, hostDnsConfig, nodeName } from '../host/node.js';
 import { subnetCollisions } from '../cni/conflist.js';
 import type { Logger } from '../log.js';
 import { FilePodSource } from '../podsource/file-source.js';
@@ -17,7 +18,10 @@ import { ImageManager } from '../pod/images.js';
 import { PodWorkers } from '../pod/pod-workers.js';
 import { Relister } from '../pod/relist.js';
 import { RuntimeObserver } from '../pod/runtime-observer.js';
+import { ProbeManager } from '../prober/manager.js';
 import { StatusApi } from './status-api.js';
+import { nodeAllocatable } from '../host/allocatable.js';
+import { PodVolumeManager } from '../volume/pod-volumes.js';
 
 export interface AgentConfig {
   podManifestPath: string;
@@ -84,13 +88,17 @@ export class Agent {
     );
 
     const runtime = new CriClient(config.runtimeEndpoint, { requestTimeoutMs: config.runtimeRequestTimeoutMs });
+    const podCgroups = await PodCgroupManager.detect();
     let runtimeName = 'containerd';
     const observer = new RuntimeObserver(runtime, podNetwork);
+    const volumes = new PodVolumeManager(config.rootDir, () => nodeAllocatable(config.rootDir));
     const workers = new PodWorkers({
+      volumes,
       runtime,
       images: new ImageManager(runtime, new Backoff(), Date.now),
       crashBackoff: new Backoff(),
-      node: { podLogsDir: config.podLogsDir, hostDns },
+      node: { podLogsDir: config.podLogsDir, hostDns, cgroupsPerQOS: true, seccompProfileRoot: join(config.rootDir, 'seccomp') },
+      podCgroups,
       now: Date.now,
       observer,
       hostIP: () => nodeIP,
@@ -99,6 +107,7 @@ export class Agent {
       resyncIntervalMs: config.syncFrequencyMs,
       errorRetryMs: workerErrorRetryMs,
       log,
+      prober: new ProbeManager({ runtime, hostIP: () => nodeIP, hostIPs: () => [nodeIP, ...hostAddresses()], log }),
     });
 
     let lastNetworkGc = 0;
@@ -108,6 +117,8 @@ export class Agent {
       {
         onRelist: (changed, snapshot) => {
           workers.handleRelist(changed, snapshot);
+          // <root-dir>/pods/<uid> of pods neither desired nor in the runtime (e.g. removed while nodelet was down).
+          volumes.sweepOrphanedPodDirs((uid) => workers.isKnown(uid), log, signal);
           if (Date.now() - lastNetworkGc < podNetworkGcIntervalMs) return;
           lastNetworkGc = Date.now();
           // Attachments of sandboxes that no longer exist (e.g. removed while nodelet was down) are released.
@@ -115,6 +126,13 @@ export class Agent {
             .garbageCollect(new Set(snapshot.sandboxes.map((s) => s.id)), signal)
             .then((r) => r.removed.length && log.info({ removed: r.removed }, 'Released pod network attachments of vanished sandboxes'))
             .catch((err: unknown) => log.warn({ err }, 'Pod network garbage collection failed'));
+          void podCgroups
+            .garbageCollect((uid) => workers.isKnown(uid))
+            .then((r) => {
+              if (r.removed.length) log.info({ podUids: r.removed }, 'Removed the cgroups of orphaned pods');
+              if (r.failed.length) log.warn({ failed: r.failed }, 'Could not remove the cgroups of orphaned pods');
+            })
+            .catch((err: unknown) => log.warn({ err }, 'Pod cgroup garbage collection failed'));
         },
         onRuntimeRecovered: () => workers.wakeAll(),
       },

@@ -47,3 +47,8 @@ export function parseResolvConf(text: string): DnsConfig {
 export async function hostDnsConfig(path = '/etc/resolv.conf'): Promise<DnsConfig> {
   return parseResolvConf(await readFile(path, 'utf8').catch(() => ''));
 }
+
+/** Every address of this host's interfaces, loopback included (what "the host" means to probes). */
+export function hostAddresses(): string[] {
+  return Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((a) => a.address));
+}

@@ -4,6 +4,7 @@ import { isInBackoffSince, type BackoffEntry, type BackoffPolicy } from './backo
 import { containerHash } from './container-hash.js';
 import { computeInitContainerPlan, findNextInitContainerToRun, hasAnyRegularContainerCreated, hasRestartableInitContainer } from './init-containers.js';
 import { latestContainer, type ContainerObservation, type PodRuntimeState, type SandboxObservation } from './runtime-state.js';
+import type { ProbeResultLookup } from '../prober/results.js';
 
 export interface ContainerToStart {
   name: string;
@@ -17,6 +18,8 @@ export interface ContainerToKill {
   id: string;
   name: string;
   reason: string;
+  /** Overrides the pod's grace period (a failed probe's terminationGracePeriodSeconds). */
+  gracePeriodSeconds?: number;
 }
 
 export interface ContainerInBackoff {
@@ -48,6 +51,9 @@ export interface ComputeContext {
   backoffPolicy: BackoffPolicy;
   /** The crash-loop back-off entry kept for a container of this pod. */
   crashBackoff: (containerName: string) => BackoffEntry | undefined;
+  /** Probe results by container ID; a running container whose liveness or startup probe failed is restarted. */
+  liveness?: ProbeResultLookup;
+  startup?: ProbeResultLookup;
 }
 
 /** kubelet's ShouldContainerBeRestarted: does the latest instance of a container call for a new one? */
@@ -195,6 +201,20 @@ export function computePodActions(pod: V1Pod, state: PodRuntimeState, ctx: Compu
     if (latest.hash !== containerHash(c)) {
       actions.containersToKill.push({ id: latest.id, name: c.name, reason: `Container ${c.name} definition changed` });
       addPlan({ name: c.name, specIndex: i, restartCount: latest.restartCount + 1, reason: 'container definition changed' });
+      return;
+    }
+    const failedProbe = ctx.liveness?.(latest.id) === 'failure' ? 'liveness' : ctx.startup?.(latest.id) === 'failure' ? 'startup' : undefined;
+    if (failedProbe) {
+      // kubelet kills it and, unless the policy is Never, starts it again in the same sync.
+      const restart = restartPolicy !== 'Never';
+      const grace = (failedProbe === 'liveness' ? c.livenessProbe : c.startupProbe)?.terminationGracePeriodSeconds;
+      actions.containersToKill.push({
+        id: latest.id,
+        name: c.name,
+        reason: `Container ${c.name} failed ${failedProbe} probe${restart ? ', will be restarted' : ''}`,
+        ...(grace !== undefined ? { gracePeriodSeconds: grace } : {}),
+      });
+      if (restart) addPlan({ name: c.name, specIndex: i, restartCount: latest.restartCount + 1, reason: `container failed ${failedProbe} probe` });
       return;
     }
     keepCount++;

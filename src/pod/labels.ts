@@ -9,4 +9,5 @@ export const containerRestartCountAnnotation = 'io.kubernetes.container.restartC
 export const containerTerminationMessagePathAnnotation = 'io.kubernetes.container.terminationMessagePath';
 export const containerTerminationMessagePolicyAnnotation = 'io.kubernetes.container.terminationMessagePolicy';
 export const containerPortsAnnotation = 'io.kubernetes.container.ports';
+export const containerPreStopHandlerAnnotation = 'io.kubernetes.container.preStopHandler';
 export const podTerminationGracePeriodAnnotation = 'io.kubernetes.pod.terminationGracePeriod';

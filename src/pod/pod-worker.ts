@@ -10,6 +10,8 @@ import { derivePodStatus, type WaitingReason } from './status.js';
 import type { StepResult } from './sync-result.js';
 import { collectPodGarbage, crashBackoffKey, executePodActions, terminatePod, type SyncDeps } from './sync-pod.js';
 import { unsupportedPodFields } from './unsupported.js';
+import { forbiddenSysctls } from './sysctl-admission.js';
+import type { PodProber } from '../prober/manager.js';
 
 export interface PodWorkerDeps extends SyncDeps {
   observer: RuntimeObserver;
@@ -19,6 +21,8 @@ export interface PodWorkerDeps extends SyncDeps {
   /** How soon a failed sync is retried. */
   errorRetryMs: number;
   log: Logger;
+  /** Runs the pods' probes; its results decide restarts (liveness, startup) and readiness. */
+  prober: PodProber;
 }
 
 export type PodLifecycle = 'syncing' | 'terminating' | 'terminated';
@@ -79,6 +83,7 @@ export class PodWorker {
   terminate(gracePeriodSeconds?: number): void {
     if (this.lifecycle !== 'syncing') return;
     this.lifecycle = 'terminating';
+    this.deps.prober.removePod(this.uid);
     if (gracePeriodSeconds !== undefined) this.identity.gracePeriodSeconds = gracePeriodSeconds;
     else if (this.pod) this.identity.gracePeriodSeconds = terminationGracePeriodSeconds(this.pod);
     this.inFlight?.abort(new Error('pod is terminating'));
@@ -96,6 +101,7 @@ export class PodWorker {
     clearTimeout(this.timer);
     this.inFlight?.abort(new Error('agent is stopping'));
     this.pending = false;
+    this.deps.prober.removePod(this.uid);
   }
 
   private schedule(delayMs: number): void {
@@ -131,7 +137,7 @@ export class PodWorker {
     const state = await this.deps.observer.observePod(this.uid, signal);
     const { name, namespace, uid, gracePeriodSeconds } = this.identity;
     const logDir = podLogDirectory(this.deps.node.podLogsDir, { metadata: { name, namespace, uid } });
-    await terminatePod(this.deps, state, gracePeriodSeconds, logDir, this.log, signal);
+    await terminatePod(this.deps, this.pod ?? { metadata: { name, namespace, uid } }, state, gracePeriodSeconds, logDir, this.log, signal);
     this.deps.crashBackoff.forgetPrefix(`${uid}/`);
     this.lifecycle = 'terminated';
     clearTimeout(this.timer);
@@ -143,7 +149,7 @@ export class PodWorker {
     const pod = this.pod!;
     let state = await this.deps.observer.observePod(this.uid, signal);
     const now = this.deps.now();
-    const rejection = unsupportedPodFields(pod);
+    const rejection = unsupportedPodFields(pod) ?? forbiddenSysctls(pod);
     let nextWake = this.deps.resyncIntervalMs;
     if (rejection) {
       if (!this.warnedUnsupported) this.log.warn({ reason: rejection.reason }, rejection.message);
@@ -153,17 +159,24 @@ export class PodWorker {
         now,
         backoffPolicy: this.deps.crashBackoff.policy,
         crashBackoff: (name) => this.deps.crashBackoff.get(crashBackoffKey(pod, name)),
+        liveness: (id) => this.deps.prober.result('liveness', id),
+        startup: (id) => this.deps.prober.result('startup', id),
       });
       let results: StepResult[] = [];
       if (!isNoop(actions)) {
         results = await executePodActions(this.deps, pod, actions, state, this.log, signal);
         state = await this.deps.observer.observePod(this.uid, signal);
+      } else if (state.containers.some((c) => c.state === 'running')) {
+        // downwardAPI files follow the pod's labels and annotations: every sync refreshes them, as kubelet's remount.
+        await this.deps.volumes.setUp(pod, this.log, signal).catch((err: unknown) => this.log.warn({ err }, 'Failed to refresh pod volumes'));
       }
       this.recordReasons(pod, actions, results);
       await collectPodGarbage(this.deps, pod, state, this.log, signal);
       for (const b of actions.containersInBackoff) nextWake = Math.min(nextWake, b.retryAt - now);
       if (results.some((r) => r.error)) nextWake = Math.min(nextWake, this.deps.errorRetryMs);
     }
+    // A sync cancelled by termination must not bring back the probe workers termination stopped.
+    if (!signal.aborted && !rejection) this.deps.prober.update(pod, state, () => this.wake());
     this.setStatus(
       derivePodStatus({
         pod,
@@ -174,6 +187,8 @@ export class PodWorker {
         previous: this.status,
         now: new Date(this.deps.now()),
         rejection,
+        readiness: (id) => this.deps.prober.result('readiness', id),
+        startup: (id) => this.deps.prober.result('startup', id),
       }),
     );
     this.schedule(nextWake);

@@ -67,6 +67,11 @@ export class PodWorkers {
     }
   }
 
+  /** Whether a pod UID is desired or has a worker; every UID counts as known until the pod source has spoken. */
+  isKnown(uid: string): boolean {
+    return !this.desiredKnown || this.workers.has(uid) || this.desired.has(uid);
+  }
+
   /** Every worker syncs again (e.g. the runtime came back). */
   wakeAll(): void {
     for (const w of this.workers.values()) w.wake();

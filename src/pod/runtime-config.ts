@@ -1,13 +1,15 @@
 // Builds the CRI sandbox and container configs for a pod, with kubelet's labels, annotations and log layout.
+import { totalmem } from 'node:os';
 import { join } from 'node:path';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
-import type { ContainerConfig, DnsConfig, KeyValueMap, NamespaceOption, PodSandboxConfig, PortMapping, Protocol } from '../cri/types.js';
+import type { ContainerConfig, DnsConfig, KeyValueMap, Mount, NamespaceOption, PodSandboxConfig, PortMapping, Protocol } from '../cri/types.js';
 import { containerHash } from './container-hash.js';
 import { expandVars } from './env-expansion.js';
 import {
   containerHashAnnotation,
   containerNameLabel,
   containerPortsAnnotation,
+  containerPreStopHandlerAnnotation,
   containerRestartCountAnnotation,
   containerTerminationMessagePathAnnotation,
   containerTerminationMessagePolicyAnnotation,
@@ -16,6 +18,8 @@ import {
   podTerminationGracePeriodAnnotation,
   podUidLabel,
 } from './labels.js';
+import { containerResources, podCgroupParent } from './resources.js';
+import { containerSecurityContext, podSysctls, sandboxSecurityContext, type ImageUser } from './security-context.js';
 
 /** What the node contributes to every pod's runtime config. */
 export interface NodeRuntimeSettings {
@@ -23,6 +27,12 @@ export interface NodeRuntimeSettings {
   podLogsDir: string;
   /** The host's resolver settings, used for dnsPolicy Default and ClusterFirst without cluster DNS. */
   hostDns: DnsConfig;
+  /** kubelet's --cgroups-per-qos: sandboxes get the cgroup parent kubepods[/<qos>]/pod<uid>; unset leaves the runtime's default. */
+  cgroupsPerQOS?: boolean;
+  /** The machine's memory (MemTotal), for Burstable OOM scores; defaults to this host's. */
+  memoryCapacityBytes?: bigint;
+  /** Directory of Localhost seccomp profiles (kubelet's <root-dir>/seccomp). */
+  seccompProfileRoot?: string;
 }
 
 export const defaultTerminationGracePeriodSeconds = 30;
@@ -99,19 +109,37 @@ export function buildSandboxConfig(pod: V1Pod, attempt: number, node: NodeRuntim
     portMappings: portMappings(pod),
     labels: { ...(m.labels ?? {}), ...podIdentityLabels(pod) },
     annotations: { ...(m.annotations ?? {}) },
-    linux: { securityContext: { namespaceOptions: namespaceOptions(pod) } },
+    linux: {
+      ...(node.cgroupsPerQOS ? { cgroupParent: podCgroupParent(pod) } : {}),
+      securityContext: sandboxSecurityContext(pod, namespaceOptions(pod)),
+      sysctls: podSysctls(pod),
+    },
   };
 }
 
-// kubelet's defaults for unprivileged containers; containerd 1.6 masks nothing unless they are sent.
-const defaultMaskedPaths = [
-  '/proc/asound', '/proc/acpi', '/proc/kcore', '/proc/keys', '/proc/latency_stats', '/proc/timer_list',
-  '/proc/timer_stats', '/proc/sched_debug', '/proc/scsi', '/sys/firmware', '/sys/devices/virtual/powercap',
-];
-const defaultReadonlyPaths = ['/proc/bus', '/proc/fs', '/proc/irq', '/proc/sys', '/proc/sysrq-trigger'];
+/** What a container's config needs beyond the pod: the image's user and the node's settings. */
+export interface ContainerConfigInputs {
+  /**
+   * The image's user from ImageStatus (kubelet's getImageUser): it applies when no runAsUser is set and decides
+   * runAsNonRoot. Without it the image counts as running as root, as kubelet counts an image naming no user.
+   */
+  imageUser?: ImageUser;
+  node?: NodeRuntimeSettings;
+  /** The container's volume mounts (see volume/pod-volumes.ts containerMounts). */
+  mounts?: Mount[];
+}
 
-/** `env` is the container's resolved environment (see env.ts); command and args are expanded against it. */
-export function buildContainerConfig(pod: V1Pod, container: V1Container, restartCount: number, env: ReadonlyMap<string, string>): ContainerConfig {
+/**
+ * `env` is the container's resolved environment (see env.ts); command and args are expanded against it.
+ * Throws SyncError CreateContainerConfigError for user errors (runAsNonRoot violated, an invalid quantity).
+ */
+export function buildContainerConfig(
+  pod: V1Pod,
+  container: V1Container,
+  restartCount: number,
+  env: ReadonlyMap<string, string>,
+  inputs: ContainerConfigInputs = {},
+): ContainerConfig {
   const annotations: KeyValueMap = {
     [containerHashAnnotation]: containerHash(container),
     [containerRestartCountAnnotation]: String(restartCount),
@@ -120,6 +148,7 @@ export function buildContainerConfig(pod: V1Pod, container: V1Container, restart
     [podTerminationGracePeriodAnnotation]: String(terminationGracePeriodSeconds(pod)),
   };
   if (container.ports?.length) annotations[containerPortsAnnotation] = JSON.stringify(container.ports);
+  if (container.lifecycle?.preStop) annotations[containerPreStopHandlerAnnotation] = JSON.stringify(container.lifecycle.preStop);
   return {
     metadata: { name: container.name, attempt: restartCount },
     image: { image: container.image ?? '' },
@@ -127,17 +156,21 @@ export function buildContainerConfig(pod: V1Pod, container: V1Container, restart
     args: (container.args ?? []).map((s) => expandVars(s, env)),
     workingDir: container.workingDir ?? '',
     envs: [...env].map(([key, value]) => ({ key, value })),
-    mounts: [],
+    mounts: inputs.mounts ?? [],
     labels: { ...podIdentityLabels(pod), [containerNameLabel]: container.name },
     annotations,
     logPath: containerLogPath(container.name, restartCount),
     stdin: container.stdin ?? false,
     tty: container.tty ?? false,
     linux: {
-      securityContext: {
-        namespaceOptions: namespaceOptions(pod),
-        ...(container.securityContext?.privileged ? { privileged: true } : { maskedPaths: defaultMaskedPaths, readonlyPaths: defaultReadonlyPaths }),
-      },
+      resources: containerResources(pod, container, inputs.node?.memoryCapacityBytes ?? BigInt(totalmem())),
+      securityContext: containerSecurityContext(
+        pod,
+        container,
+        inputs.imageUser ?? { username: '' },
+        namespaceOptions(pod),
+        inputs.node?.seccompProfileRoot,
+      ),
     },
   };
 }

@@ -1,7 +1,18 @@
 // Reads pods' runtime state through CRI (kubelet's GetPodStatus), caching what cannot change.
 import type { Container, ContainerStatus, PodSandbox, RuntimeService } from '../cri/types.js';
 import { isNotFound } from '../cri/errors.js';
-import { containerHashAnnotation, containerNameLabel, containerRestartCountAnnotation, podUidLabel } from './labels.js';
+import type { V1ContainerPort, V1LifecycleHandler } from '@kubernetes/client-node';
+import {
+  containerHashAnnotation,
+  containerNameLabel,
+  containerPortsAnnotation,
+  containerPreStopHandlerAnnotation,
+  containerRestartCountAnnotation,
+  containerTerminationMessagePathAnnotation,
+  containerTerminationMessagePolicyAnnotation,
+  podUidLabel,
+} from './labels.js';
+import { terminationMessage } from './termination-message.js';
 import {
   sortNewestFirst,
   type ContainerObservation,
@@ -33,6 +44,16 @@ export function podUidsOf(snapshot: NodeRuntimeSnapshot): Set<string> {
   for (const s of snapshot.sandboxes) if (s.labels[podUidLabel]) uids.add(s.labels[podUidLabel]);
   for (const c of snapshot.containers) if (c.labels[podUidLabel]) uids.add(c.labels[podUidLabel]);
   return uids;
+}
+
+/** A JSON annotation as `{ [key]: value }`, or nothing when absent or unreadable (written by an older agent). */
+function parseAnnotation<T>(key: string, text: string | undefined): Record<string, T> {
+  if (!text) return {};
+  try {
+    return { [key]: JSON.parse(text) as T };
+  } catch {
+    return {};
+  }
 }
 
 export class RuntimeObserver {
@@ -105,6 +126,15 @@ export class RuntimeObserver {
         if (isNotFound(err)) return undefined; // removed between list and status
         throw err;
       }
+      if (status.state === 'CONTAINER_EXITED') {
+        // kubelet appends the container's own termination message to the runtime's.
+        const own = await terminationMessage(
+          status,
+          c.annotations[containerTerminationMessagePathAnnotation],
+          c.annotations[containerTerminationMessagePolicyAnnotation],
+        );
+        if (own) status = { ...status, message: status.message ? `${status.message}: ${own}` : own };
+      }
       if (status.state === 'CONTAINER_RUNNING' || status.state === 'CONTAINER_EXITED') this.statusCache.set(c.id, status);
     }
     return {
@@ -123,6 +153,8 @@ export class RuntimeObserver {
       ...(status.message ? { message: status.message } : {}),
       image: status.image.image || c.image.image,
       imageRef: status.imageRef || c.imageRef,
+      ...parseAnnotation<V1LifecycleHandler>('preStop', c.annotations[containerPreStopHandlerAnnotation]),
+      ...parseAnnotation<V1ContainerPort[]>('ports', c.annotations[containerPortsAnnotation]),
     };
   }
 }

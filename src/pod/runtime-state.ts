@@ -1,4 +1,5 @@
 // What the container runtime holds for one pod, as observed through CRI: the input to every sync decision.
+import type { V1ContainerPort, V1LifecycleHandler } from '@kubernetes/client-node';
 
 export type ObservedContainerState = 'created' | 'running' | 'exited' | 'unknown';
 
@@ -29,6 +30,9 @@ export interface ContainerObservation {
   message?: string;
   image: string;
   imageRef: string;
+  /** The preStop hook and ports kept in annotations, for containers whose spec is gone. */
+  preStop?: V1LifecycleHandler;
+  ports?: V1ContainerPort[];
 }
 
 export interface PodRuntimeState {

@@ -2,7 +2,9 @@
 import type { V1Container, V1ContainerState, V1ContainerStatus, V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node';
 import { shouldContainerBeRestarted } from './compute-actions.js';
 import { isRestartableInitContainer } from './init-containers.js';
+import { podQOSClass } from './qos.js';
 import { latestContainer, previousContainer, type ContainerObservation, type PodRuntimeState } from './runtime-state.js';
+import type { ProbeResultLookup } from '../prober/results.js';
 
 /** Why a container is waiting, from the last sync (kubelet's reason cache), e.g. ErrImagePull. */
 export interface WaitingReason {
@@ -22,6 +24,9 @@ export interface StatusInput {
   now: Date;
   /** Set when the pod was refused by the node (e.g. an unsupported field): phase Failed with this reason. */
   rejection?: WaitingReason;
+  /** Probe results by container ID: they decide `started` and `ready` of containers that have the probe. */
+  readiness?: ProbeResultLookup;
+  startup?: ProbeResultLookup;
 }
 
 function terminatedState(c: ContainerObservation, runtimeName: string): V1ContainerState {
@@ -53,6 +58,16 @@ function stateOf(c: ContainerObservation, runtimeName: string): V1ContainerState
 
 type ContainerKind = 'regular' | 'init' | 'sidecar';
 
+/** kubelet's prober view of a running regular container: started once its startup probe succeeded (at once without one). */
+function probedStarted(input: StatusInput, spec: V1Container, kind: ContainerKind, id: string): boolean {
+  return kind !== 'regular' || !spec.startupProbe || input.startup?.(id) === 'success';
+}
+
+/** Ready once started and its readiness probe succeeded (at once without one). */
+function probedReady(input: StatusInput, spec: V1Container, kind: ContainerKind, id: string): boolean {
+  return probedStarted(input, spec, kind, id) && (kind !== 'regular' || !spec.readinessProbe || input.readiness?.(id) === 'success');
+}
+
 function containerStatus(input: StatusInput, spec: V1Container, kind: ContainerKind): V1ContainerStatus {
   const { state, runtimeName, waitingReasons, pod } = input;
   const latest = latestContainer(state, spec.name);
@@ -73,8 +88,8 @@ function containerStatus(input: StatusInput, spec: V1Container, kind: ContainerK
     name: spec.name,
     state: stateOf(latest, runtimeName),
     // A plain init container is ready once it succeeded; others while they run.
-    ready: kind === 'init' ? latest.state === 'exited' && latest.exitCode === 0 : latest.state === 'running',
-    started: latest.state === 'running',
+    ready: kind === 'init' ? latest.state === 'exited' && latest.exitCode === 0 : latest.state === 'running' && probedReady(input, spec, kind, latest.id),
+    started: latest.state === 'running' && probedStarted(input, spec, kind, latest.id),
     restartCount: latest.restartCount,
     image: spec.image ?? latest.image,
     imageID: latest.imageRef,
@@ -207,6 +222,7 @@ export function derivePodStatus(input: StatusInput): V1PodStatus {
     hostIPs: hostIP ? [{ ip: hostIP }] : [],
     startTime: previous?.startTime ?? input.now,
     containerStatuses: statuses,
+    qosClass: podQOSClass(pod),
   };
   if (initStatuses.length > 0) status.initContainerStatuses = initStatuses;
   if (podIPs.length > 0) {

@@ -9,8 +9,11 @@ import type { Backoff } from './backoff.js';
 import type { ContainerToStart, PodActions } from './compute-actions.js';
 import { containerEnv } from './env.js';
 import { isRestartableInitContainer } from './init-containers.js';
-import type { ImageManager } from './images.js';
-import { latestContainer, type PodRuntimeState } from './runtime-state.js';
+import type { EnsuredImage, ImageManager } from './images.js';
+import type { PodCgroupManager } from '../host/cgroups.js';
+import { podCgroupParent, podCgroupResources } from './resources.js';
+import { runLifecycleHook } from './lifecycle-hooks.js';
+import { latestContainer, type ContainerObservation, type PodRuntimeState } from './runtime-state.js';
 import {
   buildContainerConfig,
   buildSandboxConfig,
@@ -18,7 +21,8 @@ import {
   terminationGracePeriodSeconds,
   type NodeRuntimeSettings,
 } from './runtime-config.js';
-import { stepFailed, type StepResult } from './sync-result.js';
+import { stepFailed, SyncError, type StepResult } from './sync-result.js';
+import type { PodVolumeManager } from '../volume/pod-volumes.js';
 
 export interface SyncDeps {
   runtime: RuntimeService;
@@ -30,19 +34,30 @@ export interface SyncDeps {
   crashBackoff: Backoff;
   node: NodeRuntimeSettings;
   now: () => number;
+  /** Creates and removes pod cgroups; set exactly when node.cgroupsPerQOS is. */
+  podCgroups?: PodCgroupManager;
+  /** Sets up, mounts and tears down pod volumes under <root-dir>/pods/<uid>. */
+  volumes: PodVolumeManager;
 }
 
 export function crashBackoffKey(pod: V1Pod, containerName: string): string {
   return `${pod.metadata?.uid}/${containerName}`;
 }
 
-/** Stops running containers (with the grace period) in parallel, then the pod's ready sandboxes. */
-async function killPod(deps: SyncDeps, state: PodRuntimeState, gracePeriodSeconds: number, log: Logger, signal?: AbortSignal): Promise<StepResult[]> {
+/**
+ * Stops running containers with the grace period, then the pod's ready sandboxes. As kubelet does, the
+ * regular containers stop together first and sidecars after them, last-started first.
+ */
+async function killPod(deps: SyncDeps, pod: V1Pod, state: PodRuntimeState, gracePeriodSeconds: number, log: Logger, signal?: AbortSignal): Promise<StepResult[]> {
+  const live = state.containers.filter((c) => c.state === 'running' || c.state === 'unknown');
+  const sidecars = (pod.spec?.initContainers ?? []).filter(isRestartableInitContainer).map((c) => c.name);
+  const isSidecar = (c: ContainerObservation) => sidecars.includes(c.name);
   const results = await Promise.all(
-    state.containers
-      .filter((c) => c.state === 'running' || c.state === 'unknown')
-      .map((c) => killContainer(deps, c.id, c.name, gracePeriodSeconds, 'Stopping pod', log, signal)),
+    live.filter((c) => !isSidecar(c)).map((c) => killContainer(deps, pod, state, c, gracePeriodSeconds, 'Stopping pod', log, signal)),
   );
+  for (const c of live.filter(isSidecar).sort((a, b) => sidecars.indexOf(b.name) - sidecars.indexOf(a.name))) {
+    results.push(await killContainer(deps, pod, state, c, gracePeriodSeconds, 'Stopping pod', log, signal));
+  }
   for (const sandbox of state.sandboxes.filter((s) => s.ready)) {
     try {
       await deps.runtime.stopPodSandbox(sandbox.id, { signal });
@@ -59,18 +74,49 @@ async function killPod(deps: SyncDeps, state: PodRuntimeState, gracePeriodSecond
 /** kubelet never stops a container with less than 2 s of grace. */
 const minimumGracePeriodSeconds = 2;
 
+/** The container's spec, or for one known only from the runtime, what its annotations kept of it. */
+function containerSpecOf(pod: V1Pod, c: ContainerObservation): V1Container {
+  const spec = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])].find((s) => s.name === c.name);
+  return spec ?? { name: c.name, ports: c.ports ?? [] };
+}
+
+/**
+ * Stops one container: its preStop hook first (within the grace period), then StopContainer with what is
+ * left of the grace period (at least 2 s): SIGTERM, and SIGKILL once that has passed.
+ */
 async function killContainer(
   deps: SyncDeps,
-  id: string,
-  name: string,
+  pod: V1Pod,
+  state: PodRuntimeState,
+  c: ContainerObservation,
   requestedGraceSeconds: number,
   reason: string,
   log: Logger,
   signal?: AbortSignal,
 ): Promise<StepResult> {
-  const gracePeriodSeconds = Math.max(requestedGraceSeconds, minimumGracePeriodSeconds);
+  const { id, name } = c;
+  let gracePeriodSeconds = Math.max(requestedGraceSeconds, minimumGracePeriodSeconds);
   const clog = log.child({ container: name, containerId: id });
   clog.info({ gracePeriod: gracePeriodSeconds, reason }, 'Killing container with a grace period');
+  const preStop = containerSpecOf(pod, c).lifecycle?.preStop ?? c.preStop;
+  if (preStop && c.state === 'running') {
+    const started = deps.now();
+    try {
+      await runLifecycleHook('PreStop', preStop, {
+        pod,
+        container: containerSpecOf(pod, c),
+        containerId: id,
+        podIPs: pod.spec?.hostNetwork ? [deps.hostIP()] : (state.sandboxes.find((s) => s.id === c.sandboxId)?.ips ?? []),
+        hostIPs: [deps.hostIP()],
+        runtime: deps.runtime,
+        timeoutSeconds: gracePeriodSeconds,
+        ...(signal ? { signal } : {}),
+      });
+    } catch (err) {
+      clog.warn({ err, reason: 'FailedPreStopHook' }, (err as Error).message);
+    }
+    gracePeriodSeconds = Math.max(gracePeriodSeconds - Math.floor((deps.now() - started) / 1000), minimumGracePeriodSeconds);
+  }
   try {
     await deps.runtime.stopContainer(id, gracePeriodSeconds, { signal });
     return { action: 'KillContainer', target: name };
@@ -97,8 +143,9 @@ async function startContainer(
 ): Promise<StepResult> {
   const clog = log.child({ container: spec.name });
   if (latestContainer(state, spec.name)?.state === 'exited') deps.crashBackoff.next(crashBackoffKey(pod, spec.name), deps.now());
+  let image: EnsuredImage;
   try {
-    await deps.images.ensureImage(pod, spec, sandboxConfig, clog, signal);
+    image = await deps.images.ensureImage(pod, spec, sandboxConfig, clog, signal);
   } catch (err) {
     return stepFailed('StartContainer', spec.name, err, 'ErrImagePull');
   }
@@ -106,7 +153,12 @@ async function startContainer(
   try {
     const podIPs = pod.spec?.hostNetwork ? [deps.hostIP()] : deps.podIPs(sandboxId);
     const env = containerEnv(pod, spec, field, { podIPs, hostIP: deps.hostIP() });
-    const config = buildContainerConfig(pod, spec, start.restartCount, env);
+    const mounts = await deps.volumes.containerMounts(pod, spec, env, signal);
+    if (spec.terminationMessagePath) {
+      // The process writes its termination message here; it is read back once the container exits.
+      mounts.push({ containerPath: spec.terminationMessagePath, hostPath: await deps.volumes.terminationMessageFile(pod.metadata!.uid!, spec.name) });
+    }
+    const config = buildContainerConfig(pod, spec, start.restartCount, env, { imageUser: image.user, node: deps.node, mounts });
     await mkdir(join(sandboxConfig.logDirectory, spec.name), { recursive: true, mode: 0o755 });
     containerId = await deps.runtime.createContainer(sandboxId, config, sandboxConfig, { signal });
     clog.info({ containerId, restartCount: start.restartCount, reason: start.reason }, 'Created container');
@@ -117,20 +169,49 @@ async function startContainer(
   try {
     await deps.runtime.startContainer(containerId, { signal });
     clog.info({ containerId }, 'Started container');
-    return { action: 'StartContainer', target: spec.name };
   } catch (err) {
     clog.warn({ err, containerId }, 'Failed to start container');
     return stepFailed('StartContainer', spec.name, err, 'RunContainerError');
   }
+  const postStart = spec.lifecycle?.postStart;
+  if (postStart) {
+    try {
+      await runLifecycleHook('PostStart', postStart, {
+        pod,
+        container: spec,
+        containerId,
+        podIPs: pod.spec?.hostNetwork ? [deps.hostIP()] : deps.podIPs(sandboxId),
+        hostIPs: [deps.hostIP()],
+        runtime: deps.runtime,
+        timeoutSeconds: postStartTimeoutSeconds,
+        ...(signal ? { signal } : {}),
+      });
+    } catch (err) {
+      // As kubelet: a failed postStart hook kills the container, which then restarts per restartPolicy.
+      clog.warn({ err, reason: 'FailedPostStartHook' }, (err as Error).message);
+      const observed: ContainerObservation = {
+        id: containerId, sandboxId, name: spec.name, attempt: start.restartCount, restartCount: start.restartCount,
+        hash: '', state: 'running', createdAt: deps.now(), image: spec.image ?? '', imageRef: '',
+      };
+      await killContainer(deps, pod, state, observed, terminationGracePeriodSeconds(pod), 'FailedPostStartHook', log, signal);
+      return stepFailed('StartContainer', spec.name, new SyncError('PostStartHookError', (err as Error).message), 'PostStartHookError');
+    }
+  }
+  return { action: 'StartContainer', target: spec.name };
 }
+
+/** kubelet runs postStart hooks without a deadline; nodelet bounds them so a stuck hook cannot hold a pod forever. */
+const postStartTimeoutSeconds = 600;
 
 /**
  * Executes actions in kubelet's SyncPod order:
  *  1. kill the pod (running containers, then sandboxes) when asked; a failure ends the sync;
  *  2. kill the containers marked for killing;
- *  3. create the sandbox when asked; a failure ends the sync;
- *  4. start the init containers to start, in order; an init container (not a sidecar) that fails ends the sync;
- *  5. start the containers in spec order (image, create, start). As kubelet does, a container
+ *  3. set up the pod's volumes when anything is to start; a failure ends the sync (every container to start
+ *     reports it), as kubelet starts nothing before WaitForAttachAndMount succeeds;
+ *  4. create the sandbox when asked; a failure ends the sync;
+ *  5. start the init containers to start, in order; an init container (not a sidecar) that fails ends the sync;
+ *  6. start the containers in spec order (image, create, start). As kubelet does, a container
  *     that fails is recorded and the next one is still tried; the next sync retries it.
  */
 export async function executePodActions(
@@ -145,13 +226,24 @@ export async function executePodActions(
   const grace = terminationGracePeriodSeconds(pod);
 
   if (actions.killPod) {
-    const killed = await killPod(deps, state, grace, log, signal);
+    const killed = await killPod(deps, pod, state, grace, log, signal);
     results.push(...killed);
     if (killed.some((r) => r.error)) return results;
   }
 
   for (const k of actions.containersToKill) {
-    results.push(await killContainer(deps, k.id, k.name, k.gracePeriodSeconds ?? grace, k.reason, log, signal));
+    const target = state.containers.find((c) => c.id === k.id);
+    if (target) results.push(await killContainer(deps, pod, state, target, k.gracePeriodSeconds ?? grace, k.reason, log, signal));
+  }
+
+  const starting = [...actions.initContainersToStart, ...actions.containersToStart];
+  if (actions.createSandbox || starting.length > 0) {
+    try {
+      await deps.volumes.setUp(pod, log, signal);
+    } catch (err) {
+      for (const s of starting) results.push(stepFailed('StartContainer', s.name, err, 'CreateContainerConfigError'));
+      return results;
+    }
   }
 
   let sandboxId = actions.sandboxId;
@@ -161,6 +253,7 @@ export async function executePodActions(
     const config = buildSandboxConfig(pod, attempt, deps.node);
     try {
       await mkdir(config.logDirectory, { recursive: true, mode: 0o755 });
+      await deps.podCgroups?.ensurePod(podCgroupParent(pod), podCgroupResources(pod));
       sandboxId = await deps.runtime.runPodSandbox(config, undefined, { signal });
       log.info({ sandboxId, attempt }, 'Created pod sandbox');
       results.push({ action: 'CreatePodSandbox', target: sandboxId });
@@ -223,18 +316,21 @@ export async function collectPodGarbage(deps: SyncDeps, pod: V1Pod, state: PodRu
 
 /**
  * Tears a pod down completely: containers stopped with the grace period (SIGTERM, then SIGKILL),
- * sandboxes stopped (the runtime runs CNI DEL) and removed, the pod's log directory deleted.
+ * sandboxes stopped (the runtime runs CNI DEL) and removed, its volumes unmounted and <root-dir>/pods/<uid>
+ * removed, the pod's log directory deleted.
  * Throws on the first failure so the caller retries; every step is idempotent.
  */
 export async function terminatePod(
   deps: SyncDeps,
+  /** The pod, or for one known only from the runtime, its identity. */
+  pod: V1Pod,
   state: PodRuntimeState,
   gracePeriodSeconds: number,
   logDirectory: string | undefined,
   log: Logger,
   signal?: AbortSignal,
 ): Promise<void> {
-  const failed = (await killPod(deps, state, gracePeriodSeconds, log, signal)).find((r) => r.error);
+  const failed = (await killPod(deps, pod, state, gracePeriodSeconds, log, signal)).find((r) => r.error);
   if (failed) throw new Error(`${failed.action} ${failed.target}: ${failed.error!.message}`);
   for (const s of state.sandboxes) {
     await deps.runtime.removePodSandbox(s.id, { signal });
@@ -249,5 +345,7 @@ export async function terminatePod(
       if (!isNotFound(err)) throw err;
     }
   }
+  await deps.podCgroups?.removePod(state.uid);
+  await deps.volumes.tearDown(state.uid, log, signal);
   if (logDirectory) await rm(logDirectory, { recursive: true, force: true });
 }

@@ -12,7 +12,8 @@ export type SyncErrorCode =
   | 'CreateContainerConfigError'
   | 'CreateContainerError'
   | 'RunContainerError'
-  | 'CrashLoopBackOff';
+  | 'CrashLoopBackOff'
+  | 'PostStartHookError';
 
 export type SyncAction = 'KillPod' | 'KillContainer' | 'CreatePodSandbox' | 'StartContainer' | 'RemoveContainer';
 

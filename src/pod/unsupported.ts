@@ -1,18 +1,23 @@
 // Pod fields nodelet cannot honour yet: such a pod is refused (phase Failed) instead of run half right.
 import type { V1Pod } from '@kubernetes/client-node';
 import type { WaitingReason } from './status.js';
+import { unsupportedVolumeFields } from '../volume/unsupported.js';
 
 /** The first unsupported field of a pod, as the reason and message a refused pod reports. */
 export function unsupportedPodFields(pod: V1Pod): WaitingReason | undefined {
   const spec = pod.spec;
   const fields: string[] = [];
   if (spec?.ephemeralContainers?.length) fields.push('spec.ephemeralContainers');
-  if (spec?.volumes?.length) fields.push('spec.volumes');
+  fields.push(...unsupportedVolumeFields(pod));
   const lists = [['spec.initContainers', spec?.initContainers ?? []], ['spec.containers', spec?.containers ?? []]] as const;
   for (const [path, list] of lists) {
     list.forEach((c, i) => {
-      if (c.volumeMounts?.length) fields.push(`${path}[${i}].volumeMounts`);
       if (c.envFrom?.length) fields.push(`${path}[${i}].envFrom`);
+      // The prober runs exec, httpGet and tcpSocket probes of regular containers (not of sidecars, not gRPC).
+      for (const probe of ['livenessProbe', 'readinessProbe', 'startupProbe'] as const) {
+        if (path === 'spec.initContainers' && c[probe]) fields.push(`${path}[${i}].${probe}`);
+        else if (c[probe]?.grpc) fields.push(`${path}[${i}].${probe}.grpc`);
+      }
       (c.env ?? []).forEach((e, j) => {
         // fieldRef is served by the downward API; the other sources need quantities or an API server.
         for (const source of ['resourceFieldRef', 'configMapKeyRef', 'secretKeyRef'] as const) {

@@ -1,10 +1,11 @@
 // Static pod manifests: decodes a file's Pod documents, validates them and applies kubelet's file-source defaults.
 import { canonicalJson } from '../canonical-json.js';
 import { createHash } from 'node:crypto';
-import type { V1Container, V1Pod, V1Toleration } from '@kubernetes/client-node';
+import type { V1Container, V1Pod, V1Probe, V1Toleration } from '@kubernetes/client-node';
 import { parseAllDocuments, type DocumentOptions, type ParseOptions, type SchemaOptions } from 'yaml';
 import { defaultImagePullPolicy } from './image-reference.js';
 import { isObject, validatePodDocument } from './validation.js';
+import { probeDefaults } from '../prober/probe-spec.js';
 
 export { defaultImagePullPolicy, parseImageReference, InvalidImageReferenceError, type ImageReference } from './image-reference.js';
 
@@ -201,9 +202,24 @@ function defaultContainer(c: V1Container, hostNetwork: boolean): void {
   c.terminationMessagePath ??= '/dev/termination-log';
   c.terminationMessagePolicy ??= 'File';
   c.resources ??= {};
+  // SetDefaults_Pod: a limit without a request makes the request equal to the limit (QoS depends on it).
+  if (c.resources.limits) c.resources.requests = { ...c.resources.limits, ...c.resources.requests };
   for (const port of c.ports ?? []) {
     port.protocol ??= 'TCP';
     if (hostNetwork && !port.hostPort) port.hostPort = port.containerPort;
+  }
+  for (const probe of [c.livenessProbe, c.readinessProbe, c.startupProbe]) if (probe) defaultProbe(probe);
+}
+
+/** The apiserver's SetDefaults_Probe and SetDefaults_HTTPGetAction, which kubelet's decoder applies to static pods. */
+function defaultProbe(probe: V1Probe): void {
+  probe.timeoutSeconds ||= probeDefaults.timeoutSeconds;
+  probe.periodSeconds ||= probeDefaults.periodSeconds;
+  probe.successThreshold ||= probeDefaults.successThreshold;
+  probe.failureThreshold ||= probeDefaults.failureThreshold;
+  if (probe.httpGet) {
+    probe.httpGet.path ||= '/';
+    probe.httpGet.scheme ||= 'HTTP';
   }
 }
 

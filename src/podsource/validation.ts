@@ -1,5 +1,8 @@
 // Validation of a decoded Pod manifest with the apiserver's field paths and messages (pkg/apis/core/validation).
 import { InvalidImageReferenceError, parseImageReference } from './image-reference.js';
+import { InvalidQuantityError, parseQuantity, tryParseQuantity, type Quantity } from './quantity.js';
+import { dottedSysctlName, sysctlNamespace } from './sysctl.js';
+import { validatePodVolumes } from './volume-validation.js';
 
 /** One problem with one field, worded like apimachinery's field.Error without the field prefix. */
 export interface FieldError {
@@ -14,24 +17,24 @@ export function isObject(value: unknown): value is JsonObject {
 }
 
 // Go's %q for strings, plain for numbers: what `Invalid value: ...` shows.
-function showValue(value: unknown): string {
+export function showValue(value: unknown): string {
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);
   return JSON.stringify(value) ?? String(value);
 }
 
-const required = (field: string, detail = ''): FieldError => ({ field, message: detail ? `Required value: ${detail}` : 'Required value' });
-const invalid = (field: string, value: unknown, detail: string): FieldError => ({
+export const required = (field: string, detail = ''): FieldError => ({ field, message: detail ? `Required value: ${detail}` : 'Required value' });
+export const invalid = (field: string, value: unknown, detail: string): FieldError => ({
   field,
   message: `Invalid value: ${showValue(value)}: ${detail}`,
 });
-const notSupported = (field: string, value: unknown, supported: readonly string[]): FieldError => ({
+export const notSupported = (field: string, value: unknown, supported: readonly string[]): FieldError => ({
   field,
   message: `Unsupported value: ${showValue(value)}: supported values: ${supported.map((s) => JSON.stringify(s)).join(', ')}`,
 });
-const duplicate = (field: string, value: unknown): FieldError => ({ field, message: `Duplicate value: ${showValue(value)}` });
+export const duplicate = (field: string, value: unknown): FieldError => ({ field, message: `Duplicate value: ${showValue(value)}` });
 
 // Lists and objects are shown by shape only, as a field error cannot usefully quote them.
-const wrongType = (field: string, value: unknown, expected: string): FieldError => ({
+export const wrongType = (field: string, value: unknown, expected: string): FieldError => ({
   field,
   message: `Invalid value: ${Array.isArray(value) ? '[...]' : isObject(value) ? '{...}' : showValue(value)}: must be ${expected}`,
 });
@@ -135,7 +138,9 @@ export function validatePodDocument(doc: JsonObject, podName: (manifestName: str
   } else {
     containers.forEach((c, i) => validateContainer(c, `spec.containers[${i}]`, names, hostNetwork === true, errs));
   }
+  validatePodVolumes(spec, errs);
 
+  validatePodSecurityContext(spec, errs);
   const restartPolicy = spec.restartPolicy;
   if (restartPolicy !== undefined && !(restartPolicies as readonly unknown[]).includes(restartPolicy)) {
     errs.push(notSupported('spec.restartPolicy', restartPolicy, restartPolicies));
@@ -233,6 +238,9 @@ function validateContainer(container: unknown, path: string, names: Set<string>,
 
   validatePorts(container.ports, `${path}.ports`, hostNetwork, errs);
   validateEnv(container.env, `${path}.env`, errs);
+  validateResourceRequirements(container.resources, `${path}.resources`, errs);
+  validateSecurityContext(container.securityContext, `${path}.securityContext`, errs);
+  validateProbes(container, path, errs);
 }
 
 function validatePorts(ports: unknown, path: string, hostNetwork: boolean, errs: FieldError[]): void {
@@ -305,5 +313,328 @@ function validateEnv(env: unknown, path: string, errs: FieldError[]): void {
     }
     const value = item.value;
     if (value !== undefined && typeof value !== 'string') errs.push(wrongType(`${idx}.value`, value, 'a string'));
+  });
+}
+
+const forbidden = (field: string, detail: string): FieldError => ({ field, message: `Forbidden: ${detail}` });
+const probeHandlers = ['exec', 'httpGet', 'tcpSocket', 'grpc'] as const;
+const httpSchemes = ['HTTP', 'HTTPS'] as const;
+const httpHeaderNameFmt = '[-A-Za-z0-9]+';
+
+/** The apiserver's probe rules; only sidecars (restartPolicy Always) among init containers may have probes. */
+function validateProbes(container: JsonObject, path: string, errs: FieldError[]): void {
+  const plainInit = path.startsWith('spec.initContainers') && container.restartPolicy !== 'Always';
+  for (const type of ['liveness', 'readiness', 'startup'] as const) {
+    const field = `${path}.${type}Probe`;
+    const probe = container[`${type}Probe`];
+    if (probe === undefined) continue;
+    if (plainInit) {
+      errs.push(forbidden(field, 'may not be set for init containers without restartPolicy=Always'));
+      continue;
+    }
+    if (!isObject(probe)) {
+      errs.push(wrongType(field, probe, 'an object'));
+      continue;
+    }
+    validateProbe(probe, field, errs);
+    const success = probe.successThreshold;
+    // The apiserver defaults 0 to 1 before it checks.
+    if (type !== 'readiness' && typeof success === 'number' && success !== 0 && success !== 1) {
+      errs.push(invalid(`${field}.successThreshold`, success, 'must be 1'));
+    }
+    const grace = probe.terminationGracePeriodSeconds;
+    if (grace === undefined) continue;
+    if (type === 'readiness') errs.push(invalid(`${field}.terminationGracePeriodSeconds`, grace, 'must not be set for readinessProbes'));
+    else if (typeof grace !== 'number' || !Number.isInteger(grace)) errs.push(wrongType(`${field}.terminationGracePeriodSeconds`, grace, 'an integer'));
+    else if (grace <= 0) errs.push(invalid(`${field}.terminationGracePeriodSeconds`, grace, 'must be greater than 0'));
+  }
+}
+
+function validateProbe(probe: JsonObject, path: string, errs: FieldError[]): void {
+  const handlers = probeHandlers.filter((h) => probe[h] !== undefined);
+  if (handlers.length === 0) errs.push(required(path, 'must specify a handler type'));
+  for (const extra of handlers.slice(1)) errs.push(forbidden(`${path}.${extra}`, 'may not specify more than 1 handler type'));
+  const handler = handlers[0];
+  if (handler) {
+    const action = probe[handler];
+    const field = `${path}.${handler}`;
+    if (!isObject(action)) errs.push(wrongType(field, action, 'an object'));
+    else if (handler === 'exec') validateExecAction(action, field, errs);
+    else if (handler === 'httpGet') validateHttpGetAction(action, field, errs);
+    else {
+      validateProbePort(action.port, `${field}.port`, handler === 'grpc', errs);
+      if (action.host !== undefined && typeof action.host !== 'string') errs.push(wrongType(`${field}.host`, action.host, 'a string'));
+    }
+  }
+  // Zero means "the default" (the apiserver replaces it); only negative values are refused.
+  for (const key of ['initialDelaySeconds', 'timeoutSeconds', 'periodSeconds', 'successThreshold', 'failureThreshold'] as const) {
+    const value = probe[key];
+    if (value === undefined) continue;
+    if (typeof value !== 'number' || !Number.isInteger(value)) errs.push(wrongType(`${path}.${key}`, value, 'an integer'));
+    else if (value < 0) errs.push(invalid(`${path}.${key}`, value, 'must be greater than or equal to 0'));
+  }
+}
+
+function validateExecAction(exec: JsonObject, path: string, errs: FieldError[]): void {
+  const command = exec.command;
+  if (command === undefined || (Array.isArray(command) && command.length === 0)) errs.push(required(`${path}.command`));
+  else if (!Array.isArray(command)) errs.push(wrongType(`${path}.command`, command, 'a list of strings'));
+  else command.forEach((item, i) => typeof item !== 'string' && errs.push(wrongType(`${path}.command[${i}]`, item, 'a string')));
+}
+
+function validateHttpGetAction(httpGet: JsonObject, path: string, errs: FieldError[]): void {
+  for (const key of ['path', 'host'] as const) {
+    const value = httpGet[key];
+    if (value !== undefined && typeof value !== 'string') errs.push(wrongType(`${path}.${key}`, value, 'a string'));
+  }
+  validateProbePort(httpGet.port, `${path}.port`, false, errs);
+  const scheme = httpGet.scheme;
+  if (scheme !== undefined && !(httpSchemes as readonly unknown[]).includes(scheme)) errs.push(notSupported(`${path}.scheme`, scheme, httpSchemes));
+  const headers = httpGet.httpHeaders;
+  if (headers === undefined) return;
+  if (!Array.isArray(headers)) {
+    errs.push(wrongType(`${path}.httpHeaders`, headers, 'a list'));
+    return;
+  }
+  headers.forEach((header: unknown, i) => {
+    if (!isObject(header)) {
+      errs.push(wrongType(`${path}.httpHeaders[${i}]`, header, 'an object'));
+      return;
+    }
+    const { name, value } = header;
+    if (typeof name !== 'string' || !new RegExp(`^${httpHeaderNameFmt}$`).test(name)) {
+      const detail = regexError("a valid HTTP header must consist of alphanumeric characters or '-'", httpHeaderNameFmt, ['X-Header-Name']);
+      errs.push(invalid(`${path}.httpHeaders`, name ?? '', detail));
+    }
+    if (value !== undefined && typeof value !== 'string') errs.push(wrongType(`${path}.httpHeaders[${i}].value`, value, 'a string'));
+  });
+}
+
+/** apiserver's ValidatePortNumOrName: a port number, or a port name (resolved against the container's ports when probing). */
+function validateProbePort(port: unknown, path: string, numberOnly: boolean, errs: FieldError[]): void {
+  if (port === undefined) errs.push(invalid(path, 0, portRangeError));
+  else if (typeof port === 'number') {
+    if (!isPort(port)) errs.push(invalid(path, port, portRangeError));
+  } else if (typeof port === 'string' && !numberOnly) {
+    for (const msg of portNameErrors(port)) errs.push(invalid(path, port, msg));
+  } else errs.push(wrongType(path, port, numberOnly ? 'an integer' : 'a port number or name'));
+}
+
+// ---- resources and security contexts ----
+
+const standardContainerResources = new Set(['cpu', 'memory', 'ephemeral-storage']);
+const hugePagesPrefix = 'hugepages-';
+const nativeResourcePrefix = 'kubernetes.io/';
+const qualifiedNameFmt = '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]';
+const qualifiedNameRegexp = new RegExp(`^(${dns1123SubdomainFmt}/)?${qualifiedNameFmt}$`);
+const maxID = 2147483647;
+const idRangeError = `must be between 0 and ${maxID}, inclusive`;
+
+const isNativeResource = (name: string): boolean => !name.includes('/') || name.includes(nativeResourcePrefix);
+/** Requests may be below limits only for native resources other than hugepages (helper.IsOvercommitAllowed). */
+const isOvercommitAllowed = (name: string): boolean => isNativeResource(name) && !name.startsWith(hugePagesPrefix);
+
+/** The apiserver's validateContainerResourceName. */
+function resourceNameErrors(name: string): string[] {
+  if (!qualifiedNameRegexp.test(name) || name.split('/').pop()!.length > 63) {
+    return [regexError("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character", qualifiedNameFmt, ['MyName', 'my.name', '123-abc'])];
+  }
+  if (!name.includes('/')) {
+    return standardContainerResources.has(name) || name.startsWith(hugePagesPrefix) ? [] : ['must be a standard resource for containers'];
+  }
+  if (!isNativeResource(name) && name.startsWith('requests.')) return ["doesn't follow extended resource name standard"];
+  return [];
+}
+
+/** The apiserver's ValidateResourceRequirements: valid names and quantities, requests within limits. */
+function validateResourceRequirements(resources: unknown, path: string, errs: FieldError[]): void {
+  if (resources === undefined) return;
+  if (!isObject(resources)) {
+    errs.push(wrongType(path, resources, 'an object'));
+    return;
+  }
+  const parsed = { limits: new Map<string, Quantity>(), requests: new Map<string, Quantity>() };
+  for (const kind of ['limits', 'requests'] as const) {
+    const list = resources[kind];
+    if (list === undefined) continue;
+    if (!isObject(list)) {
+      errs.push(wrongType(`${path}.${kind}`, list, 'a map of resource quantities'));
+      continue;
+    }
+    for (const [name, raw] of Object.entries(list)) {
+      const field = `${path}.${kind}[${name}]`;
+      for (const msg of resourceNameErrors(name)) errs.push(invalid(field, name, msg));
+      if (typeof raw !== 'string' && typeof raw !== 'number') {
+        errs.push(wrongType(field, raw, 'a quantity'));
+        continue;
+      }
+      let q: Quantity;
+      try {
+        q = parseQuantity(raw);
+      } catch (err) {
+        if (!(err instanceof InvalidQuantityError)) throw err;
+        errs.push(invalid(field, String(raw), err.message));
+        continue;
+      }
+      parsed[kind].set(name, q);
+      if (q.sign() < 0) errs.push(invalid(field, q.toString(), 'must be greater than or equal to 0'));
+      // Extended resources are counted in whole units.
+      if (!isNativeResource(name) && q.milliValue() % 1000n !== 0n) errs.push(invalid(field, q.toString(), 'must be an integer'));
+      if (name.startsWith(hugePagesPrefix)) {
+        const pageSize = tryParseQuantity(name.slice(hugePagesPrefix.length));
+        if (!pageSize || pageSize.sign() <= 0 || q.nanos % pageSize.nanos !== 0n) {
+          errs.push(invalid(field, q.toString(), `${q.toString()} is not positive integer multiple of ${name}`));
+        }
+      }
+    }
+  }
+  for (const [name, request] of parsed.requests) {
+    const limit = parsed.limits.get(name);
+    if (limit) {
+      if (!isOvercommitAllowed(name) && request.cmp(limit) !== 0) {
+        errs.push(invalid(`${path}.requests`, request.toString(), `must be equal to ${name} limit of ${limit.toString()}`));
+      } else if (request.cmp(limit) > 0) {
+        errs.push(invalid(`${path}.requests`, request.toString(), `must be less than or equal to ${name} limit of ${limit.toString()}`));
+      }
+    } else if (!isOvercommitAllowed(name)) {
+      errs.push(required(`${path}.limits`, 'Limit must be set for non overcommitable resources'));
+    }
+  }
+  const names = [...parsed.limits.keys(), ...parsed.requests.keys()];
+  if (names.some((n) => n.startsWith(hugePagesPrefix)) && !names.some((n) => n === 'cpu' || n === 'memory')) {
+    errs.push({ field: path, message: 'Forbidden: HugePages require cpu or memory' });
+  }
+}
+
+/** A uid or gid: an integer within [0, 2^31-1] (IsValidUserID / IsValidGroupID). */
+function validateID(value: unknown, field: string, errs: FieldError[]): void {
+  if (value === undefined) return;
+  if (typeof value !== 'number' || !Number.isInteger(value)) errs.push(wrongType(field, value, 'an integer'));
+  else if (value < 0 || value > maxID) errs.push(invalid(field, value, idRangeError));
+}
+
+function validateBooleans(obj: JsonObject, keys: readonly string[], path: string, errs: FieldError[]): void {
+  for (const key of keys) {
+    if (obj[key] !== undefined && typeof obj[key] !== 'boolean') errs.push(wrongType(`${path}.${key}`, obj[key], 'a boolean'));
+  }
+}
+
+const seccompProfileTypes = ['Localhost', 'RuntimeDefault', 'Unconfined'] as const;
+
+/** The apiserver's validateSeccompProfileField; a Localhost profile is a relative path below the profile root. */
+function validateSeccompProfile(profile: unknown, path: string, errs: FieldError[]): void {
+  if (profile === undefined) return;
+  if (!isObject(profile)) {
+    errs.push(wrongType(path, profile, 'an object'));
+    return;
+  }
+  const type = profile.type;
+  if (type === undefined || type === '') errs.push(required(`${path}.type`, 'type is required when seccompProfile is set'));
+  else if (!(seccompProfileTypes as readonly unknown[]).includes(type)) errs.push(notSupported(`${path}.type`, type, seccompProfileTypes));
+  const local = profile.localhostProfile;
+  if (type === 'Localhost') {
+    if (local === undefined) errs.push(required(`${path}.localhostProfile`, 'must be set when seccomp type is Localhost'));
+    else if (typeof local !== 'string') errs.push(wrongType(`${path}.localhostProfile`, local, 'a string'));
+    else if (local.startsWith('/')) errs.push(invalid(`${path}.localhostProfile`, local, 'must be a relative path'));
+    else if (local.split('/').includes('..')) errs.push(invalid(`${path}.localhostProfile`, local, "must not contain '..'"));
+  } else if (local !== undefined) {
+    errs.push(invalid(`${path}.localhostProfile`, local, 'can only be set when seccomp type is Localhost'));
+  }
+}
+
+const procMountTypes = ['Default', 'Unmasked'] as const;
+
+/** The apiserver's ValidateSecurityContext for a container. */
+function validateSecurityContext(sc: unknown, path: string, errs: FieldError[]): void {
+  if (sc === undefined) return;
+  if (!isObject(sc)) {
+    errs.push(wrongType(path, sc, 'an object'));
+    return;
+  }
+  validateID(sc.runAsUser, `${path}.runAsUser`, errs);
+  validateID(sc.runAsGroup, `${path}.runAsGroup`, errs);
+  validateBooleans(sc, ['privileged', 'runAsNonRoot', 'readOnlyRootFilesystem', 'allowPrivilegeEscalation'], path, errs);
+  const caps = sc.capabilities;
+  let added: unknown[] = [];
+  if (caps !== undefined && !isObject(caps)) errs.push(wrongType(`${path}.capabilities`, caps, 'an object'));
+  else if (caps !== undefined) {
+    for (const key of ['add', 'drop'] as const) {
+      const list = caps[key];
+      if (list === undefined) continue;
+      if (!Array.isArray(list)) errs.push(wrongType(`${path}.capabilities.${key}`, list, 'a list of strings'));
+      else list.forEach((c, i) => typeof c !== 'string' && errs.push(wrongType(`${path}.capabilities.${key}[${i}]`, c, 'a string')));
+    }
+    if (Array.isArray(caps.add)) added = caps.add;
+  }
+  const procMount = sc.procMount;
+  if (procMount !== undefined && !(procMountTypes as readonly unknown[]).includes(procMount)) {
+    errs.push(notSupported(`${path}.procMount`, procMount, procMountTypes));
+  } else if (procMount === 'Unmasked') {
+    // An unmasked /proc is only allowed in a user namespace, which nodelet does not create (hostUsers stays true).
+    errs.push(invalid(`${path}.procMount`, procMount, '`hostUsers` must be false to use `Unmasked`'));
+  }
+  validateSeccompProfile(sc.seccompProfile, `${path}.seccompProfile`, errs);
+  if (sc.allowPrivilegeEscalation === false) {
+    if (sc.privileged === true) errs.push(invalid(path, sc, 'cannot set `allowPrivilegeEscalation` to false and `privileged` to true'));
+    if (added.includes('CAP_SYS_ADMIN')) errs.push(invalid(path, sc, 'cannot set `allowPrivilegeEscalation` to false and `capabilities.Add` CAP_SYS_ADMIN'));
+  }
+}
+
+const sysctlSegmentFmt = '[a-z0-9]([-_a-z0-9]*[a-z0-9])?';
+const sysctlContainSlashRegexp = `^(${sysctlSegmentFmt}[\\./])*${sysctlSegmentFmt}$`;
+const sysctlNameRegexp = new RegExp(sysctlContainSlashRegexp);
+/** The apiserver's ValidatePodSecurityContext and validateSysctls. */
+function validatePodSecurityContext(spec: JsonObject, errs: FieldError[]): void {
+  validateBooleans(spec, ['hostPID', 'hostIPC', 'shareProcessNamespace'], 'spec', errs);
+  const sc = spec.securityContext;
+  if (sc === undefined) return;
+  const path = 'spec.securityContext';
+  if (!isObject(sc)) {
+    errs.push(wrongType(path, sc, 'an object'));
+    return;
+  }
+  validateID(sc.runAsUser, `${path}.runAsUser`, errs);
+  validateID(sc.runAsGroup, `${path}.runAsGroup`, errs);
+  validateID(sc.fsGroup, `${path}.fsGroup`, errs);
+  validateBooleans(sc, ['runAsNonRoot'], path, errs);
+  const groups = sc.supplementalGroups;
+  if (groups !== undefined && !Array.isArray(groups)) errs.push(wrongType(`${path}.supplementalGroups`, groups, 'a list of integers'));
+  else (groups ?? []).forEach((g: unknown, i: number) => validateID(g, `${path}.supplementalGroups[${i}]`, errs));
+  validateSeccompProfile(sc.seccompProfile, `${path}.seccompProfile`, errs);
+  if (spec.hostPID === true && spec.shareProcessNamespace === true) {
+    errs.push(invalid(`${path}.shareProcessNamespace`, true, 'ShareProcessNamespace and HostPID cannot both be enabled'));
+  }
+  const sysctls = sc.sysctls;
+  if (sysctls === undefined) return;
+  if (!Array.isArray(sysctls)) {
+    errs.push(wrongType(`${path}.sysctls`, sysctls, 'a list'));
+    return;
+  }
+  const seen = new Set<string>();
+  sysctls.forEach((s: unknown, i) => {
+    const idx = `${path}.sysctls[${i}]`;
+    if (!isObject(s)) {
+      errs.push(wrongType(idx, s, 'an object'));
+      return;
+    }
+    const name = s.name;
+    if (s.value !== undefined && typeof s.value !== 'string') errs.push(wrongType(`${idx}.value`, s.value, 'a string'));
+    if (name === undefined || name === '') {
+      errs.push(required(`${idx}.name`));
+      return;
+    }
+    if (typeof name !== 'string') {
+      errs.push(wrongType(`${idx}.name`, name, 'a string'));
+      return;
+    }
+    if (name.length > 253 || !sysctlNameRegexp.test(name)) {
+      errs.push(invalid(`${idx}.name`, name, `must have at most 253 characters and match regex ${sysctlContainSlashRegexp}`));
+    } else if (seen.has(name)) {
+      errs.push(duplicate(`${idx}.name`, name));
+    }
+    seen.add(name);
+    const ns = sysctlNamespace(dottedSysctlName(name));
+    if (ns === 'ipc' && spec.hostIPC === true) errs.push(invalid(`${idx}.name`, name, "may not be specified when 'hostIPC' is true"));
+    if (ns === 'net' && spec.hostNetwork === true) errs.push(invalid(`${idx}.name`, name, "may not be specified when 'hostNetwork' is true"));
   });
 }

@@ -48,8 +48,13 @@ spec:
     - {name: NODE, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}
     - {name: HOST_IP, valueFrom: {fieldRef: {fieldPath: status.hostIP}}}
     - {name: POD_IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}
-    command: ["sh", "-c"]
-    args: ["env | sort; echo ARG=$(MESSAGE)"]
+    command: ["sh", "-c", "env | sort"]
+  - name: args
+    image: ${busybox}
+    env:
+    - {name: GREETING, value: hello}
+    command: ["echo"]
+    args: ["ARG=$(GREETING)", "$$(GREETING)", "$(NOT_DEFINED)"]
 `);
   const pod = await agent.waitForPod('envpod', 'Succeeded', (p) => p.status?.phase === 'Succeeded');
   uids.add(pod.metadata!.uid!);
@@ -68,8 +73,9 @@ spec:
     NODE: testNode,
     HOST_IP: pod.status!.hostIP,
     POD_IP: pod.status!.podIP,
-    ARG: 'hello world, $(GREETING) stays',
   });
+  const args = await readFile(`${agent.podLogsDir}/default_${staticName('envpod')}_${pod.metadata!.uid}/args/0.log`, 'utf8');
+  expect(args.split(' ').slice(3).join(' ').trim()).toBe('ARG=hello $(GREETING) $(NOT_DEFINED)');
 });
 
 test('an unknown fieldRef path leaves the container waiting with CreateContainerConfigError, naming the field', async () => {

@@ -4,6 +4,7 @@ import { kubeletBackoff, type BackoffEntry } from '../../../src/pod/backoff.js';
 import { computePodActions, isNoop, type PodActions } from '../../../src/pod/compute-actions.js';
 import { containerHash } from '../../../src/pod/container-hash.js';
 import type { ContainerObservation, PodRuntimeState } from '../../../src/pod/runtime-state.js';
+import type { ProbeResult } from '../../../src/prober/results.js';
 
 const now = 1_000_000_000;
 
@@ -79,11 +80,85 @@ interface Case {
   name: string;
   mutate?: (pod: V1Pod, state: PodRuntimeState) => void;
   backoff?: Record<string, BackoffEntry>;
+  /** Probe results by container ID. */
+  liveness?: Record<string, ProbeResult>;
+  startup?: Record<string, ProbeResult>;
   expected: Partial<PodActions>;
 }
 
 const cases: Case[] = [
   { name: 'everything running: nothing to do', expected: {} },
+  {
+    name: 'liveness failed: the container is killed and restarted in the same sync',
+    liveness: { 'app-1': 'failure', 'sidecar-1': 'success' },
+    expected: {
+      containersToKill: [{ id: 'app-1', name: 'app', reason: 'Container app failed liveness probe, will be restarted' }],
+      containersToStart: [{ name: 'app', specIndex: 0, restartCount: 1, reason: 'container failed liveness probe' }],
+    },
+  },
+  {
+    name: 'startup failed: the container is killed and restarted',
+    startup: { 'sidecar-1': 'failure' },
+    expected: {
+      containersToKill: [{ id: 'sidecar-1', name: 'sidecar', reason: 'Container sidecar failed startup probe, will be restarted' }],
+      containersToStart: [{ name: 'sidecar', specIndex: 1, restartCount: 1, reason: 'container failed startup probe' }],
+    },
+  },
+  {
+    name: 'liveness failed under OnFailure: restarted too (only Never keeps it down)',
+    mutate: (p, s) => {
+      p.spec!.restartPolicy = 'OnFailure';
+      s.containers[0]!.restartCount = 4;
+    },
+    liveness: { 'app-1': 'failure' },
+    expected: {
+      containersToKill: [{ id: 'app-1', name: 'app', reason: 'Container app failed liveness probe, will be restarted' }],
+      containersToStart: [{ name: 'app', specIndex: 0, restartCount: 5, reason: 'container failed liveness probe' }],
+    },
+  },
+  {
+    name: 'liveness failed under Never: killed, not restarted; the other container keeps the pod',
+    mutate: (p) => {
+      p.spec!.restartPolicy = 'Never';
+    },
+    liveness: { 'app-1': 'failure' },
+    expected: { containersToKill: [{ id: 'app-1', name: 'app', reason: 'Container app failed liveness probe' }] },
+  },
+  {
+    name: 'liveness failed under Never in every container: the pod is killed',
+    mutate: (p) => {
+      p.spec!.restartPolicy = 'Never';
+    },
+    liveness: { 'app-1': 'failure', 'sidecar-1': 'failure' },
+    expected: { killPod: true },
+  },
+  {
+    name: 'the failed probe\'s terminationGracePeriodSeconds overrides the pod\'s',
+    mutate: (p, s) => {
+      p.spec!.containers[0]!.livenessProbe = { exec: { command: ['true'] }, terminationGracePeriodSeconds: 5 };
+      p.spec!.containers[0]!.startupProbe = { exec: { command: ['true'] }, terminationGracePeriodSeconds: 7 };
+      s.containers[0]!.hash = containerHash(p.spec!.containers[0]!);
+    },
+    liveness: { 'app-1': 'failure' },
+    expected: {
+      containersToKill: [{ id: 'app-1', name: 'app', reason: 'Container app failed liveness probe, will be restarted', gracePeriodSeconds: 5 }],
+      containersToStart: [{ name: 'app', specIndex: 0, restartCount: 1, reason: 'container failed liveness probe' }],
+    },
+  },
+  {
+    name: 'startup not yet succeeded (unknown) and readiness results change nothing',
+    startup: { 'app-1': 'unknown' },
+    liveness: { 'app-1': 'success' },
+    expected: {},
+  },
+  {
+    name: 'a liveness failure of an exited container only leads to the usual restart',
+    mutate: (p, s) => {
+      s.containers[0] = exited(p, 'app', 137);
+    },
+    liveness: { 'app-1': 'failure' },
+    expected: { containersToStart: [{ name: 'app', specIndex: 0, restartCount: 1, reason: 'container exited with code 137' }] },
+  },
   {
     name: 'no sandbox yet: create one and start every container in order',
     mutate: (_p, s) => {
@@ -384,6 +459,8 @@ describe('computePodActions', () => {
       now,
       backoffPolicy: kubeletBackoff,
       crashBackoff: (name) => c.backoff?.[name],
+      liveness: (id) => c.liveness?.[id],
+      startup: (id) => c.startup?.[id],
     });
     expect(actions).toEqual({ ...noop, ...c.expected });
   });

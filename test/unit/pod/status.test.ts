@@ -1,6 +1,7 @@
 // Status derivation: phase, conditions, container states and reasons, as kubelet reports them.
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import type { ContainerObservation, PodRuntimeState } from '../../../src/pod/runtime-state.js';
+import type { ProbeResult } from '../../../src/prober/results.js';
 import { derivePodStatus, podPhase, type StatusInput, type WaitingReason } from '../../../src/pod/status.js';
 
 const t0 = Date.parse('2026-11-22T10:00:00Z');
@@ -177,5 +178,56 @@ describe('init containers', () => {
     expect(s.initContainerStatuses![0]).toMatchObject({ name: 'setup', ready: true, started: true });
     expect(cond(s, 'Initialized').message).toBe('containers with incomplete status: [migrate]');
     expect(cond(s, 'ContainersReady').message).toBe('containers with unready status: [app side]');
+  });
+});
+
+describe('probe results in container status', () => {
+  const probe = { exec: { command: ['true'] } };
+  function probed(extra: { readiness?: boolean; startup?: boolean } = {}): V1Pod {
+    const p = pod();
+    const app = p.spec!.containers[0]!;
+    if (extra.readiness !== false) app.readinessProbe = probe;
+    if (extra.startup) app.startupProbe = probe;
+    return p;
+  }
+  const lookup = (results: Record<string, ProbeResult>) => (id: string) => results[id];
+  const running = () => [c('app', 'running'), c('side', 'running')];
+
+  test('with a readiness probe a running container is not ready until it succeeds; Ready and ContainersReady follow', () => {
+    const before = derivePodStatus(input(probed(), running(), { readiness: lookup({ 'app-id': 'failure' }) }));
+    expect(before.containerStatuses![0]).toMatchObject({ ready: false, started: true });
+    expect(before.containerStatuses![1]).toMatchObject({ ready: true, started: true });
+    expect(cond(before, 'ContainersReady')).toMatchObject({ status: 'False', reason: 'ContainersNotReady', message: 'containers with unready status: [app]' });
+    expect(cond(before, 'Ready').status).toBe('False');
+    expect(before.phase).toBe('Running');
+
+    const noResult = derivePodStatus(input(probed(), running(), { readiness: lookup({}) }));
+    expect(noResult.containerStatuses![0]!.ready).toBe(false);
+
+    const after = derivePodStatus(input(probed(), running(), { readiness: lookup({ 'app-id': 'success' }), previous: before, now: new Date(t0 + 9_000) }));
+    expect(after.containerStatuses![0]!.ready).toBe(true);
+    expect(cond(after, 'Ready')).toMatchObject({ status: 'True', lastTransitionTime: new Date(t0 + 9_000) });
+    expect(cond(after, 'ContainersReady').status).toBe('True');
+  });
+
+  test('a startup probe: not started (and so not ready) until it succeeds, whatever readiness says', () => {
+    const p = probed({ startup: true });
+    const starting = derivePodStatus(input(p, running(), { startup: lookup({ 'app-id': 'unknown' }), readiness: lookup({ 'app-id': 'success' }) }));
+    expect(starting.containerStatuses![0]).toMatchObject({ started: false, ready: false });
+    const started = derivePodStatus(input(p, running(), { startup: lookup({ 'app-id': 'success' }), readiness: lookup({ 'app-id': 'success' }) }));
+    expect(started.containerStatuses![0]).toMatchObject({ started: true, ready: true });
+    const noReadiness = derivePodStatus(input(probed({ startup: true, readiness: false }), running(), { startup: lookup({ 'app-id': 'success' }) }));
+    expect(noReadiness.containerStatuses![0]).toMatchObject({ started: true, ready: true });
+  });
+
+  test('results of an older container instance do not count for the new one', () => {
+    const s = derivePodStatus(input(probed(), [c('app', 'running', { id: 'app-2' }), c('side', 'running')], { readiness: lookup({ 'app-id': 'success' }) }));
+    expect(s.containerStatuses![0]!.ready).toBe(false);
+  });
+
+  test('a container killed by a failed liveness probe shows the runtime\'s termination as lastState (Error, 137)', () => {
+    const killed = c('app', 'exited', { id: 'app-1', exitCode: 137, reason: 'Error', finishedAt: t0 + 3_000 });
+    const s = derivePodStatus(input(pod(), [c('app', 'running', { id: 'app-2', restartCount: 1, createdAt: t0 + 3_500 }), killed, c('side', 'running')]));
+    expect(s.containerStatuses![0]).toMatchObject({ restartCount: 1, ready: true, lastState: { terminated: { exitCode: 137, reason: 'Error' } } });
   });
 });

@@ -1,0 +1,80 @@
+// Cgroup hierarchy discovery from mountinfo, and pod cgroup removal on a directory tree standing in for cgroupfs.
+import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PodCgroupManager, parseCgroupMounts, type CgroupHierarchy } from '../../../src/host/cgroups.js';
+
+const hybridMountinfo = `31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
+32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu
+33 31 0:30 / /sys/fs/cgroup/cpuacct rw,relatime - cgroup cgroup rw,cpuacct
+34 31 0:31 / /sys/fs/cgroup/cpuset rw,relatime - cgroup cgroup rw,cpuset
+35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
+40 31 0:37 / /sys/fs/cgroup/systemd rw,relatime - cgroup cgroup rw,xattr,name=systemd
+41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
+50 23 0:32 / /mnt/elsewhere/memory rw,relatime - cgroup cgroup rw,memory
+60 23 8:1 / / rw,relatime - ext4 /dev/sda1 rw`;
+
+describe('parseCgroupMounts', () => {
+  test('v1 hierarchies with their controllers, named hierarchies, the unified one; duplicates at the shortest path', () => {
+    expect(parseCgroupMounts(hybridMountinfo)).toEqual<CgroupHierarchy[]>([
+      { mountPoint: '/sys/fs/cgroup/cpu', version: 1, controllers: ['cpu'] },
+      { mountPoint: '/sys/fs/cgroup/cpuacct', version: 1, controllers: ['cpuacct'] },
+      { mountPoint: '/sys/fs/cgroup/cpuset', version: 1, controllers: ['cpuset'] },
+      { mountPoint: '/sys/fs/cgroup/memory', version: 1, controllers: ['memory'] },
+      { mountPoint: '/sys/fs/cgroup/systemd', version: 1, controllers: ['name=systemd'] },
+      { mountPoint: '/sys/fs/cgroup/unified', version: 2, controllers: [] },
+    ]);
+  });
+
+  test('combined controllers and a pure v2 host', () => {
+    expect(parseCgroupMounts('30 25 0:27 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct')).toEqual([
+      { mountPoint: '/sys/fs/cgroup/cpu,cpuacct', version: 1, controllers: ['cpu', 'cpuacct'] },
+    ]);
+    expect(parseCgroupMounts('30 25 0:27 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw,nsdelegate')).toEqual([
+      { mountPoint: '/sys/fs/cgroup', version: 2, controllers: [] },
+    ]);
+  });
+});
+
+describe('PodCgroupManager.removePod', () => {
+  let root: string;
+  beforeEach(async () => {
+    root = await mkdtemp(join(tmpdir(), 'nodelet-cgroups-'));
+  });
+  afterEach(async () => {
+    await rm(root, { recursive: true, force: true });
+  });
+
+  test('removes the pod directory with leftover children in every hierarchy and QoS level, and lists pod UIDs', async () => {
+    const hierarchies: CgroupHierarchy[] = [
+      { mountPoint: join(root, 'memory'), version: 1, controllers: ['memory'] },
+      { mountPoint: join(root, 'unified'), version: 2, controllers: [] },
+    ];
+    await mkdir(join(root, 'memory/kubepods/burstable/podaaa/ctr1'), { recursive: true });
+    await mkdir(join(root, 'unified/kubepods/burstable/podaaa'), { recursive: true });
+    await mkdir(join(root, 'memory/kubepods/podbbb'), { recursive: true });
+    await mkdir(join(root, 'memory/kubepods/besteffort'), { recursive: true });
+    const manager = new PodCgroupManager(hierarchies);
+    expect([...(await manager.podUids())].sort()).toEqual(['aaa', 'bbb']);
+
+    await manager.removePod('aaa');
+    expect(await readdir(join(root, 'memory/kubepods/burstable'))).toEqual([]);
+    expect(await readdir(join(root, 'unified/kubepods/burstable'))).toEqual([]);
+    expect([...(await manager.podUids())]).toEqual(['bbb']);
+    // Removing what is not there succeeds.
+    await manager.removePod('aaa');
+    await manager.removePod('never-existed');
+  });
+
+  test('garbage collection removes only the cgroups of pods nobody claims', async () => {
+    const hierarchies: CgroupHierarchy[] = [{ mountPoint: join(root, 'cpu'), version: 1, controllers: ['cpu'] }];
+    for (const dir of ['kubepods/podkept', 'kubepods/besteffort/podorphan/ctr', 'kubepods/burstable/podother']) {
+      await mkdir(join(root, 'cpu', dir), { recursive: true });
+    }
+    const manager = new PodCgroupManager(hierarchies);
+    const result = await manager.garbageCollect((uid) => uid === 'kept');
+    expect(result.removed.sort()).toEqual(['orphan', 'other']);
+    expect(result.failed).toEqual([]);
+    expect([...(await manager.podUids())]).toEqual(['kept']);
+  });
+});

@@ -1,0 +1,117 @@
+// The pod volume manager without mounts: disk emptyDirs, hostPath checks, CRI mounts of containers, tear-down.
+import type { V1Pod } from '@kubernetes/client-node';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { parseQuantity } from '../../../src/podsource/quantity.js';
+import { SyncError } from '../../../src/pod/sync-result.js';
+import { containerPath, mountPropagation, PodVolumeManager, VolumeSetUpError } from '../../../src/volume/pod-volumes.js';
+
+const log = pino({ level: 'silent' });
+let root: string;
+let host: string;
+let volumes: PodVolumeManager;
+
+beforeEach(async () => {
+  root = await mkdtemp(join(tmpdir(), 'nodelet-podvol-root-'));
+  host = await mkdtemp(join(tmpdir(), 'nodelet-podvol-host-'));
+  await writeFile(join(host, 'file'), 'x');
+  volumes = new PodVolumeManager(root, async () => ({ cpu: parseQuantity('2'), memory: parseQuantity('1Gi'), ephemeralStorage: parseQuantity('10Gi') }));
+});
+afterEach(async () => {
+  await rm(root, { recursive: true, force: true });
+  await rm(host, { recursive: true, force: true });
+});
+
+function pod(uid: string, extra: Partial<NonNullable<V1Pod['spec']>> = {}): V1Pod {
+  return {
+    metadata: { name: 'web-node', namespace: 'default', uid },
+    spec: {
+      volumes: [
+        { name: 'cache', emptyDir: {} },
+        { name: 'host', hostPath: { path: host, type: 'Directory' } },
+        { name: 'info', downwardAPI: { items: [{ path: 'labels', fieldRef: { fieldPath: 'metadata.labels' } }] } },
+      ],
+      containers: [
+        {
+          name: 'app',
+          image: 'busybox',
+          volumeMounts: [
+            { name: 'cache', mountPath: '/cache' },
+            { name: 'host', mountPath: 'srv', readOnly: true, mountPropagation: 'HostToContainer' },
+            { name: 'info', mountPath: '/etc/podinfo' },
+          ],
+        },
+      ],
+      ...extra,
+    },
+  };
+}
+
+test('mountPropagation: kubelet\'s translation, Bidirectional only when privileged', () => {
+  const c = { name: 'c' };
+  expect(mountPropagation({ name: 'v', mountPath: '/m' }, c)).toBe('PROPAGATION_PRIVATE');
+  expect(mountPropagation({ name: 'v', mountPath: '/m', mountPropagation: 'None' }, c)).toBe('PROPAGATION_PRIVATE');
+  expect(mountPropagation({ name: 'v', mountPath: '/m', mountPropagation: 'HostToContainer' }, c)).toBe('PROPAGATION_HOST_TO_CONTAINER');
+  expect(mountPropagation({ name: 'v', mountPath: '/m', mountPropagation: 'Bidirectional' }, { name: 'c', securityContext: { privileged: true } })).toBe(
+    'PROPAGATION_BIDIRECTIONAL',
+  );
+  expect(() => mountPropagation({ name: 'v', mountPath: '/m', mountPropagation: 'Bidirectional' }, c)).toThrow(
+    'Bidirectional mount propagation is available only to privileged containers',
+  );
+  expect(() => mountPropagation({ name: 'v', mountPath: '/m', mountPropagation: 'Sideways' }, c)).toThrow('invalid MountPropagation mode: "Sideways"');
+  expect(containerPath('srv/x')).toBe('/srv/x');
+  expect(containerPath('srv/./y/')).toBe('/srv/y');
+  expect(containerPath('/data/')).toBe('/data/');
+});
+
+test('containerMounts: host paths, readOnly (always for downwardAPI), propagation', async () => {
+  const p = pod('u1');
+  const mounts = await volumes.containerMounts(p, p.spec!.containers[0]!, new Map());
+  expect(mounts).toEqual([
+    { containerPath: '/cache', hostPath: join(root, 'pods/u1/volumes/kubernetes.io~empty-dir/cache'), readonly: false, propagation: 'PROPAGATION_PRIVATE' },
+    { containerPath: '/srv', hostPath: host, readonly: true, propagation: 'PROPAGATION_HOST_TO_CONTAINER' },
+    { containerPath: '/etc/podinfo', hostPath: join(root, 'pods/u1/volumes/kubernetes.io~downward-api/info'), readonly: true, propagation: 'PROPAGATION_PRIVATE' },
+  ]);
+});
+
+test.each([
+  [{ name: 'nope', mountPath: '/x' }, 'cannot find volume "nope" to mount into container "app" (pod default/web-node, container "app", field spec.containers[0].volumeMounts[0].name)'],
+  [{ name: 'cache', mountPath: '/x', subPath: '/abs' }, 'error SubPath `/abs` must not be an absolute path (pod default/web-node, container "app", field spec.containers[0].volumeMounts[0].subPath)'],
+  [{ name: 'cache', mountPath: '/x', subPathExpr: '$(MISSING)' }, 'missing value for MISSING (pod default/web-node, container "app", field spec.containers[0].volumeMounts[0].subPathExpr)'],
+  [{ name: 'cache', mountPath: '/x', mountPropagation: 'Bidirectional' }, 'Bidirectional mount propagation is available only to privileged containers (pod default/web-node, container "app", field spec.containers[0].volumeMounts[0].mountPropagation)'],
+])('containerMounts refuses %j with CreateContainerConfigError', async (mount, message) => {
+  const p = pod('u1');
+  p.spec!.containers[0]!.volumeMounts = [mount];
+  const err = await volumes.containerMounts(p, p.spec!.containers[0]!, new Map()).catch((e: unknown) => e);
+  expect(err).toBeInstanceOf(SyncError);
+  expect((err as SyncError).code).toBe('CreateContainerConfigError');
+  expect((err as SyncError).message).toBe(message);
+});
+
+test('setUp makes the disk emptyDir; a hostPath of the wrong type names volume, field and pod; tearDown removes the pod dir', async () => {
+  const ok = pod('u2', { volumes: [{ name: 'cache', emptyDir: {} }, { name: 'host', hostPath: { path: host, type: 'Directory' } }] });
+  await volumes.setUp(ok, log);
+  expect(existsSync(join(root, 'pods/u2/volumes/kubernetes.io~empty-dir/cache'))).toBe(true);
+  expect(existsSync(join(root, 'pods/u2/plugins/kubernetes.io~empty-dir/cache/ready'))).toBe(true);
+
+  const bad = pod('u3', { volumes: [{ name: 'cache', emptyDir: {} }, { name: 'host', hostPath: { path: join(host, 'file'), type: 'Directory' } }] });
+  const err = await volumes.setUp(bad, log).catch((e: unknown) => e);
+  expect(err).toBeInstanceOf(VolumeSetUpError);
+  expect((err as Error).message).toBe(
+    `pod default/web-node: MountVolume.SetUp failed for volume "host" (spec.volumes[1].hostPath): hostPath type check failed: ${join(host, 'file')} is not a directory, it's a File`,
+  );
+
+  await volumes.tearDown('u2', log);
+  expect(existsSync(join(root, 'pods/u2'))).toBe(false);
+  await volumes.tearDown('u2', log);
+});
+
+test('removeOrphanedPodDirs removes only the directories of unknown pods', async () => {
+  for (const uid of ['keep', 'orphan']) await mkdir(join(root, 'pods', uid, 'volumes'), { recursive: true });
+  expect(await volumes.removeOrphanedPodDirs((uid) => uid === 'keep', log)).toEqual(['orphan']);
+  expect(existsSync(join(root, 'pods/keep'))).toBe(true);
+  expect(existsSync(join(root, 'pods/orphan'))).toBe(false);
+});

@@ -1,0 +1,41 @@
+// Volume features nodelet refuses, by field path.
+import { unsupportedVolumeFields } from '../../../src/volume/unsupported.js';
+
+test('supported sources pass; others, hugepages and recursiveReadOnly are named', () => {
+  expect(
+    unsupportedVolumeFields({
+      spec: {
+        volumes: [
+          { name: 'a', emptyDir: {} },
+          { name: 'b', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } },
+          { name: 'c', hostPath: { path: '/x' } },
+          { name: 'd', downwardAPI: { items: [{ path: 'l', fieldRef: { fieldPath: 'metadata.labels' } }] } },
+        ],
+        containers: [{ name: 'm', volumeMounts: [{ name: 'a', mountPath: '/a', readOnly: true, recursiveReadOnly: 'Disabled' }] }],
+      },
+    }),
+  ).toEqual([]);
+  expect(
+    unsupportedVolumeFields({
+      spec: {
+        volumes: [
+          { name: 'a', configMap: { name: 'cm' } },
+          { name: 'b', secret: { secretName: 's' } },
+          { name: 'c', emptyDir: { medium: 'HugePages' } },
+          { name: 'd', persistentVolumeClaim: { claimName: 'pvc' } },
+          { name: 'e', downwardAPI: { items: [{ path: 'h', resourceFieldRef: { containerName: 'm', resource: 'limits.hugepages-2Mi' } }] } },
+        ],
+        initContainers: [{ name: 'i', volumeMounts: [{ name: 'a', mountPath: '/a', readOnly: true, recursiveReadOnly: 'Enabled' }] }],
+        containers: [{ name: 'm', volumeDevices: [{ name: 'd', devicePath: '/dev/x' }] }],
+      },
+    }),
+  ).toEqual([
+    'spec.volumes[0].configMap',
+    'spec.volumes[1].secret',
+    'spec.volumes[2].emptyDir.medium',
+    'spec.volumes[3].persistentVolumeClaim',
+    'spec.volumes[4].downwardAPI.items[0].resourceFieldRef',
+    'spec.initContainers[0].volumeMounts[0].recursiveReadOnly',
+    'spec.containers[0].volumeDevices',
+  ]);
+});
