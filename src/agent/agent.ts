@@ -111,6 +111,8 @@ export class Agent {
     });
 
     let lastNetworkGc = 0;
+    let lastCgroupGc = 0;
+    let cgroupGcRunning = false;
     const relister = new Relister(
       observer,
       config.relistPeriodMs,
@@ -119,6 +121,19 @@ export class Agent {
           workers.handleRelist(changed, snapshot);
           // <root-dir>/pods/<uid> of pods neither desired nor in the runtime (e.g. removed while nodelet was down).
           volumes.sweepOrphanedPodDirs((uid) => workers.isKnown(uid), log, signal);
+          // Pod cgroups of pods neither desired nor in the runtime: once the desired pods are known, then every minute.
+          if (workers.desiredPodsKnown && !cgroupGcRunning && Date.now() - lastCgroupGc >= podNetworkGcIntervalMs) {
+            lastCgroupGc = Date.now();
+            cgroupGcRunning = true;
+            void podCgroups
+              .garbageCollect((uid) => workers.isKnown(uid))
+              .then((r) => {
+                if (r.removed.length) log.info({ podUids: r.removed }, 'Removed the cgroups of orphaned pods');
+                if (r.failed.length) log.warn({ failed: r.failed }, 'Could not remove the cgroups of orphaned pods');
+              })
+              .catch((err: unknown) => log.warn({ err }, 'Pod cgroup garbage collection failed'))
+              .finally(() => (cgroupGcRunning = false));
+          }
           if (Date.now() - lastNetworkGc < podNetworkGcIntervalMs) return;
           lastNetworkGc = Date.now();
           // Attachments of sandboxes that no longer exist (e.g. removed while nodelet was down) are released.
@@ -126,13 +141,6 @@ export class Agent {
             .garbageCollect(new Set(snapshot.sandboxes.map((s) => s.id)), signal)
             .then((r) => r.removed.length && log.info({ removed: r.removed }, 'Released pod network attachments of vanished sandboxes'))
             .catch((err: unknown) => log.warn({ err }, 'Pod network garbage collection failed'));
-          void podCgroups
-            .garbageCollect((uid) => workers.isKnown(uid))
-            .then((r) => {
-              if (r.removed.length) log.info({ podUids: r.removed }, 'Removed the cgroups of orphaned pods');
-              if (r.failed.length) log.warn({ failed: r.failed }, 'Could not remove the cgroups of orphaned pods');
-            })
-            .catch((err: unknown) => log.warn({ err }, 'Pod cgroup garbage collection failed'));
         },
         onRuntimeRecovered: () => workers.wakeAll(),
       },

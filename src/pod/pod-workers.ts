@@ -67,6 +67,11 @@ export class PodWorkers {
     }
   }
 
+  /** The pod source has reported its pods once: from now on, UIDs nobody claims are orphans. */
+  get desiredPodsKnown(): boolean {
+    return this.desiredKnown;
+  }
+
   /** Whether a pod UID is desired or has a worker; every UID counts as known until the pod source has spoken. */
   isKnown(uid: string): boolean {
     return !this.desiredKnown || this.workers.has(uid) || this.desired.has(uid);

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { readFile, readlink, readdir, rm } from 'node:fs/promises';
 import type { V1Pod } from '@kubernetes/client-node';
 import { CriClient } from '../../../src/cri/client.js';
-import { PodCgroupManager, qosCgroups } from '../../../src/host/cgroups.js';
+import { qosCgroups } from '../../../src/host/cgroups.js';
 import { AgentProcess, busybox, containerPid, criEndpoint, removeRuntimePods, runtimeObjects, staticName, waitFor } from '../helpers/agent.js';
 
 const cri = new CriClient(criEndpoint);
@@ -111,8 +111,6 @@ afterAll(async () => {
   } finally {
     await agent.stop();
     await removeRuntimePods(cri, [...seenUids]);
-    const cgroups = await PodCgroupManager.detect();
-    for (const uid of seenUids) await cgroups.removePod(uid).catch(() => undefined);
     await agent.cleanupDirs();
     cri.close();
   }

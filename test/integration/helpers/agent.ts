@@ -11,6 +11,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { fetchPods } from '../../../src/agent/status-api.js';
 import { CriClient } from '../../../src/cri/client.js';
 import { podUidLabel } from '../../../src/pod/labels.js';
+import { PodCgroupManager } from '../../../src/host/cgroups.js';
 
 export const repoRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '../../../..');
 export const criEndpoint = 'unix:///run/nodelet/containerd/containerd.sock';
@@ -156,13 +157,18 @@ export async function runtimeObjects(cri: CriClient, uids: string[]): Promise<{ 
   };
 }
 
-/** Last-resort cleanup of a test's pods straight through CRI (CNI DEL then runs through the shim's fallback). */
+/**
+ * Last-resort cleanup of a test's pods straight through CRI (CNI DEL then runs through the shim's fallback),
+ * and of the pod cgroups the agent would have removed with them.
+ */
 export async function removeRuntimePods(cri: CriClient, uids: string[]): Promise<void> {
   const { sandboxes } = await runtimeObjects(cri, uids);
   for (const id of sandboxes) {
     await cri.stopPodSandbox(id).catch(() => undefined);
     await cri.removePodSandbox(id).catch(() => undefined);
   }
+  const cgroups = await PodCgroupManager.detect();
+  for (const uid of uids) await cgroups.removePod(uid).catch(() => undefined);
 }
 
 /** The network namespace path of a sandbox, from containerd's verbose status. */
