@@ -1,5 +1,7 @@
-// A container's environment as kubelet makes it: plain values with $(VAR) expansion and the downward API's fieldRef.
+// A container's environment as kubelet makes it: plain values with $(VAR) expansion, and the downward API.
 import type { V1Container, V1EnvVar, V1Pod } from '@kubernetes/client-node';
+import type { NodeAllocatable } from '../host/allocatable.js';
+import { podFieldValue as metadataFieldValue, resourceFieldValue } from '../volume/downward-api.js';
 import { expandVars } from './env-expansion.js';
 import { SyncError } from './sync-result.js';
 
@@ -7,79 +9,71 @@ import { SyncError } from './sync-result.js';
 export interface PodEnvContext {
   podIPs: string[];
   hostIP: string;
+  /** Read when a resourceFieldRef names a limit the container does not set. */
+  allocatable: () => Promise<NodeAllocatable>;
 }
 
-const annotationOrLabel = /^metadata\.(labels|annotations)\['(.+)'\]$/;
-
 /**
- * The value of a pod field for the downward API (env fieldRef and downwardAPI volumes), or undefined when the
- * path is not one kubelet supports. Missing labels and annotations read as "".
+ * The value of a pod field for an env var (fieldRef), or undefined when the path is not one kubelet
+ * supports there. Missing labels and annotations read as "".
  */
-export function podFieldValue(pod: V1Pod, fieldPath: string, ctx: PodEnvContext): string | undefined {
-  const m = pod.metadata ?? {};
-  const keyed = annotationOrLabel.exec(fieldPath);
-  if (keyed) return (keyed[1] === 'labels' ? m.labels : m.annotations)?.[keyed[2]!] ?? '';
+export function podFieldValue(pod: V1Pod, fieldPath: string, ctx: Pick<PodEnvContext, 'podIPs' | 'hostIP'>): string | undefined {
   switch (fieldPath) {
-    case 'metadata.name':
-      return m.name ?? '';
-    case 'metadata.namespace':
-      return m.namespace ?? '';
-    case 'metadata.uid':
-      return m.uid ?? '';
-    case 'metadata.labels':
-      return formatMap(m.labels);
-    case 'metadata.annotations':
-      return formatMap(m.annotations);
     case 'spec.nodeName':
       return pod.spec?.nodeName ?? '';
     case 'spec.serviceAccountName':
       return pod.spec?.serviceAccountName ?? '';
     case 'status.hostIP':
-      return ctx.hostIP;
     case 'status.hostIPs':
       return ctx.hostIP;
     case 'status.podIP':
       return ctx.podIPs[0] ?? '';
     case 'status.podIPs':
       return ctx.podIPs.join(',');
-    default:
+    // The whole label and annotation maps are for volumes only.
+    case 'metadata.labels':
+    case 'metadata.annotations':
       return undefined;
   }
-}
-
-/** kubelet's downward API rendering of a map: sorted `key="value"` lines with the value quoted as Go's %q. */
-export function formatMap(map: Record<string, string> | undefined): string {
-  return Object.keys(map ?? {})
-    .sort()
-    .map((k) => `${k}=${JSON.stringify(map![k])}`)
-    .join('\n');
-}
-
-function fieldRefValue(pod: V1Pod, env: V1EnvVar, field: string, ctx: PodEnvContext): string {
-  const fieldPath = env.valueFrom!.fieldRef!.fieldPath;
-  const value = podFieldValue(pod, fieldPath, ctx);
-  // metadata.labels / metadata.annotations as a whole are for volumes only.
-  if (value === undefined || fieldPath === 'metadata.labels' || fieldPath === 'metadata.annotations') {
-    throw new SyncError('CreateContainerConfigError', `${field}.valueFrom.fieldRef.fieldPath: Unsupported value: "${fieldPath}"`);
+  try {
+    return metadataFieldValue(pod, fieldPath);
+  } catch {
+    return undefined;
   }
-  return value;
+}
+
+async function valueFrom(pod: V1Pod, container: V1Container, e: V1EnvVar, field: string, ctx: PodEnvContext): Promise<string> {
+  const source = e.valueFrom!;
+  if (source.fieldRef) {
+    const value = podFieldValue(pod, source.fieldRef.fieldPath, ctx);
+    if (value === undefined) throw new Error(`${field}.valueFrom.fieldRef.fieldPath: Unsupported value: "${source.fieldRef.fieldPath}"`);
+    return value;
+  }
+  if (source.resourceFieldRef) {
+    // The container defaults to the one being created, as the API server defaults it.
+    const ref = { ...source.resourceFieldRef, containerName: source.resourceFieldRef.containerName || container.name };
+    try {
+      return resourceFieldValue(pod, ref, await ctx.allocatable());
+    } catch (err) {
+      throw new Error(`${field}.valueFrom.resourceFieldRef: ${(err as Error).message}`, { cause: err });
+    }
+  }
+  throw new Error(`${field}.valueFrom: no supported source`);
 }
 
 /**
  * The container's environment in order: each `value` expanded against the variables defined before it,
- * each `valueFrom.fieldRef` read from the pod. Throws CreateContainerConfigError naming pod, container and field.
+ * each `valueFrom` read from the pod. Throws CreateContainerConfigError naming pod, container and field.
  */
-export function containerEnv(pod: V1Pod, container: V1Container, field: string, ctx: PodEnvContext): Map<string, string> {
+export async function containerEnv(pod: V1Pod, container: V1Container, field: string, ctx: PodEnvContext): Promise<Map<string, string>> {
   const env = new Map<string, string>();
-  (container.env ?? []).forEach((e, i) => {
-    const envField = `${field}.env[${i}]`;
+  for (const [i, e] of (container.env ?? []).entries()) {
     try {
-      if (e.valueFrom?.fieldRef) env.set(e.name, fieldRefValue(pod, e, envField, ctx));
-      else env.set(e.name, expandVars(e.value ?? '', env));
+      env.set(e.name, e.valueFrom ? await valueFrom(pod, container, e, `${field}.env[${i}]`, ctx) : expandVars(e.value ?? '', env));
     } catch (err) {
       const m = pod.metadata ?? {};
-      throw new SyncError('CreateContainerConfigError', `pod ${m.namespace}/${m.name}, container ${container.name}: ${(err as Error).message}`);
+      throw new SyncError('CreateContainerConfigError', `pod ${m.namespace}/${m.name}, container ${container.name}: ${(err as Error).message}`, { cause: err });
     }
-  });
+  }
   return env;
 }

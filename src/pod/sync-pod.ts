@@ -152,7 +152,7 @@ async function startContainer(
   let containerId: string;
   try {
     const podIPs = pod.spec?.hostNetwork ? [deps.hostIP()] : deps.podIPs(sandboxId);
-    const env = containerEnv(pod, spec, field, { podIPs, hostIP: deps.hostIP() });
+    const env = await containerEnv(pod, spec, field, { podIPs, hostIP: deps.hostIP(), allocatable: () => deps.volumes.nodeAllocatable() });
     const mounts = await deps.volumes.containerMounts(pod, spec, env, signal);
     if (spec.terminationMessagePath) {
       // The process writes its termination message here; it is read back once the container exits.

@@ -19,8 +19,8 @@ export function unsupportedPodFields(pod: V1Pod): WaitingReason | undefined {
         else if (c[probe]?.grpc) fields.push(`${path}[${i}].${probe}.grpc`);
       }
       (c.env ?? []).forEach((e, j) => {
-        // fieldRef is served by the downward API; the other sources need quantities or an API server.
-        for (const source of ['resourceFieldRef', 'configMapKeyRef', 'secretKeyRef'] as const) {
+        // fieldRef and resourceFieldRef are the downward API's; the other sources need an API server.
+        for (const source of ['configMapKeyRef', 'secretKeyRef'] as const) {
           if (e.valueFrom?.[source]) fields.push(`${path}[${i}].env[${j}].valueFrom.${source}`);
         }
       });

@@ -106,7 +106,8 @@ export class PodVolumeManager {
     return join(this.podDir(uid), 'plugins', emptyDirPluginDir, volume.name);
   }
 
-  private nodeAllocatable(): Promise<NodeAllocatable> {
+  /** The node's allocatable resources (what an unset limit reads as in the downward API), cached. */
+  nodeAllocatable(): Promise<NodeAllocatable> {
     this.allocatableCache ??= this.allocatable().catch((err: unknown) => {
       this.allocatableCache = undefined;
       throw err;

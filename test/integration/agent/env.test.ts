@@ -48,6 +48,9 @@ spec:
     - {name: NODE, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}
     - {name: HOST_IP, valueFrom: {fieldRef: {fieldPath: status.hostIP}}}
     - {name: POD_IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}
+    - {name: MEM_LIMIT_MI, valueFrom: {resourceFieldRef: {resource: limits.memory, divisor: 1Mi}}}
+    resources:
+      limits: {memory: 64Mi}
     command: ["sh", "-c", "env | sort"]
   - name: args
     image: ${busybox}
@@ -73,6 +76,7 @@ spec:
     NODE: testNode,
     HOST_IP: pod.status!.hostIP,
     POD_IP: pod.status!.podIP,
+    MEM_LIMIT_MI: '64',
   });
   const args = await readFile(`${agent.podLogsDir}/default_${staticName('envpod')}_${pod.metadata!.uid}/args/0.log`, 'utf8');
   expect(args.split(' ').slice(3).join(' ').trim()).toBe('ARG=hello $(GREETING) $(NOT_DEFINED)');

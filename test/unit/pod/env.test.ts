@@ -1,13 +1,15 @@
 // Container environment: expansion order and the downward API's fieldRef.
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
-import { containerEnv, formatMap, podFieldValue } from '../../../src/pod/env.js';
+import { containerEnv, podFieldValue } from '../../../src/pod/env.js';
+import { parseQuantity } from '../../../src/podsource/quantity.js';
 import { SyncError } from '../../../src/pod/sync-result.js';
 
 const pod: V1Pod = {
   metadata: { name: 'web-node1', namespace: 'prod', uid: 'u-1', labels: { app: 'web', tier: 'front' }, annotations: { note: 'a "quoted" value' } },
   spec: { nodeName: 'node1', serviceAccountName: 'builder', containers: [] },
 };
-const ctx = { podIPs: ['10.99.0.9'], hostIP: '192.0.2.2' };
+const allocatable = { cpu: parseQuantity('2'), memory: parseQuantity('8Gi'), ephemeralStorage: parseQuantity('100Gi') };
+const ctx = { podIPs: ['10.99.0.9'], hostIP: '192.0.2.2', allocatable: async () => allocatable };
 
 test.each([
   ['metadata.name', 'web-node1'],
@@ -25,12 +27,26 @@ test.each([
   expect(podFieldValue(pod, path, ctx)).toBe(value);
 });
 
-test('labels render as sorted key="value" lines', () => {
-  expect(formatMap(pod.metadata!.labels)).toBe('app="web"\ntier="front"');
-  expect(formatMap(pod.metadata!.annotations)).toBe('note="a \\"quoted\\" value"');
+test('whole label or annotation maps are for volumes only', () => {
+  expect(podFieldValue(pod, 'metadata.labels', ctx)).toBeUndefined();
+  expect(podFieldValue(pod, 'spec.bogus', ctx)).toBeUndefined();
 });
 
-test('env values expand against earlier variables, fieldRef values are not expanded', () => {
+test('resourceFieldRef reads the container\'s own limits and requests with the divisor, unset limits from the node', async () => {
+  const c: V1Container = {
+    name: 'app',
+    resources: { limits: { memory: '64Mi' }, requests: { cpu: '250m' } },
+    env: [
+      { name: 'MEM', valueFrom: { resourceFieldRef: { resource: 'limits.memory', divisor: '1Mi' } } },
+      { name: 'CPU_REQ', valueFrom: { resourceFieldRef: { resource: 'requests.cpu', divisor: '1m' } } },
+      { name: 'CPU_LIMIT', valueFrom: { resourceFieldRef: { resource: 'limits.cpu' } } },
+    ],
+  };
+  const p: V1Pod = { ...pod, spec: { containers: [c] } };
+  expect([...(await containerEnv(p, c, 'spec.containers[0]', ctx))]).toEqual([['MEM', '64'], ['CPU_REQ', '250'], ['CPU_LIMIT', '2']]);
+});
+
+test('env values expand against earlier variables, fieldRef values are not expanded', async () => {
   const c: V1Container = {
     name: 'app',
     env: [
@@ -40,7 +56,7 @@ test('env values expand against earlier variables, fieldRef values are not expan
       { name: 'RAW', valueFrom: { fieldRef: { fieldPath: "metadata.annotations['note']" } } },
     ],
   };
-  expect([...containerEnv(pod, c, 'spec.containers[0]', ctx)]).toEqual([
+  expect([...(await containerEnv(pod, c, 'spec.containers[0]', ctx))]).toEqual([
     ['POD', 'web-node1'],
     ['URL', 'http://web-node1:8080/$(LATER)'],
     ['LATER', 'x'],
@@ -48,13 +64,10 @@ test('env values expand against earlier variables, fieldRef values are not expan
   ]);
 });
 
-test('an unknown fieldRef path is a CreateContainerConfigError naming pod, container and field', () => {
+test('an unknown fieldRef path is a CreateContainerConfigError naming pod, container and field', async () => {
   const c: V1Container = { name: 'app', env: [{ name: 'A', value: '1' }, { name: 'B', valueFrom: { fieldRef: { fieldPath: 'spec.bogus' } } }] };
-  expect(() => containerEnv(pod, c, 'spec.containers[2]', ctx)).toThrow(SyncError);
-  try {
-    containerEnv(pod, c, 'spec.containers[2]', ctx);
-  } catch (err) {
-    expect((err as SyncError).code).toBe('CreateContainerConfigError');
-    expect((err as Error).message).toBe('pod prod/web-node1, container app: spec.containers[2].env[1].valueFrom.fieldRef.fieldPath: Unsupported value: "spec.bogus"');
-  }
+  const err = await containerEnv(pod, c, 'spec.containers[2]', ctx).catch((e: unknown) => e);
+  expect(err).toBeInstanceOf(SyncError);
+  expect((err as SyncError).code).toBe('CreateContainerConfigError');
+  expect((err as Error).message).toBe('pod prod/web-node1, container app: spec.containers[2].env[1].valueFrom.fieldRef.fieldPath: Unsupported value: "spec.bogus"');
 });
