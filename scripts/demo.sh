@@ -5,4 +5,4 @@ cd "$(dirname "$0")/.."
 if [ "$(id -u)" != 0 ]; then echo "demo: nodelet needs root (containerd, runc, CNI)" >&2; exit 1; fi
 endpoint=$(bash scripts/runtime.sh up)
 echo "nodelet: running the pods in examples/; in another shell: npx nodelet pods -o wide   (Ctrl-C stops nodelet, pods keep running)" >&2
-exec node bin/nodelet.js --pod-manifest-path examples --container-runtime-endpoint "$endpoint" "$@"
+exec bin/nodelet.js --pod-manifest-path examples --container-runtime-endpoint "$endpoint" "$@"

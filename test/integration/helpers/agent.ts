@@ -4,7 +4,7 @@ import { get } from 'node:http';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import type { V1Pod } from '@kubernetes/client-node';
@@ -64,7 +64,6 @@ export class AgentProcess {
 
   async start(extraArgs: string[] = []): Promise<void> {
     const args = [
-      join(repoRoot, 'bin/nodelet.js'),
       '--pod-manifest-path', this.manifestDir,
       '--container-runtime-endpoint', criEndpoint,
       '--root-dir', this.rootDir,
@@ -73,7 +72,9 @@ export class AgentProcess {
       '--logging-format', 'json',
       ...extraArgs,
     ];
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    // Run the bin file itself, as a user would, so its interpreter line (with its V8 flags) applies.
+    const env = { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}` };
+    const child = spawn(join(repoRoot, 'bin/nodelet.js'), args, { stdio: ['ignore', 'pipe', 'pipe'], env });
     this.child = child;
     child.stdout!.on('data', (d: Buffer) => (this.output += d.toString()));
     child.stderr!.on('data', (d: Buffer) => (this.output += d.toString()));
