@@ -13,17 +13,12 @@ beforeAll(async () => {
 
 afterAll(async () => {
   try {
-    await rm(agent.manifestDir, { recursive: true, force: true });
-    if (agent.running) {
-      await waitFor('pods removed', async () => ((await runtimeObjects(cri, [...uids])).sandboxes.length === 0 ? true : undefined), 60_000).catch(() => undefined);
-    }
+    await agent.shutdown(cri, uids);
   } finally {
-    await agent.stop();
-    await removeRuntimePods(cri, [...uids]);
-    await agent.cleanupDirs();
     cri.close();
   }
 });
+
 
 test('env values, $(VAR) expansion with $$ escapes, and fieldRef values reach the process', async () => {
   await agent.writeManifest('env.yaml', `apiVersion: v1

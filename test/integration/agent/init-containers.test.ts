@@ -15,17 +15,12 @@ beforeAll(async () => {
 
 afterAll(async () => {
   try {
-    await rm(agent.manifestDir, { recursive: true, force: true });
-    if (agent.running) {
-      await waitFor('pods removed', async () => ((await runtimeObjects(cri, [...uids])).sandboxes.length === 0 ? true : undefined), 60_000).catch(() => undefined);
-    }
+    await agent.shutdown(cri, uids);
   } finally {
-    await agent.stop();
-    await removeRuntimePods(cri, [...uids]);
-    await agent.cleanupDirs();
     cri.close();
   }
 });
+
 
 async function waitPod(name: string, what: string, ok: (p: V1Pod) => boolean, timeoutMs = 60_000): Promise<V1Pod> {
   const p = await agent.waitForPod(name, what, ok, timeoutMs);

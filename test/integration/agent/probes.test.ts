@@ -70,22 +70,12 @@ beforeAll(async () => {
 
 afterAll(async () => {
   try {
-    for (const p of await agent.pods().catch(() => [])) seenUids.add(p.metadata!.uid!);
-    const { rm } = await import('node:fs/promises');
-    await rm(agent.manifestDir, { recursive: true, force: true });
-    if (agent.running) {
-      await waitFor('agent to remove every pod', async () => {
-        const left = await runtimeObjects(cri, [...seenUids]);
-        return left.sandboxes.length + left.containers.length === 0 ? true : undefined;
-      }, 60_000).catch(() => undefined);
-    }
+    await agent.shutdown(cri, seenUids);
   } finally {
-    await agent.stop();
-    await removeRuntimePods(cri, [...seenUids]);
-    await agent.cleanupDirs();
     cri.close();
   }
 });
+
 
 function remember(p: V1Pod): V1Pod {
   seenUids.add(p.metadata!.uid!);

@@ -4,7 +4,7 @@ import { readFile, readlink, readdir, rm } from 'node:fs/promises';
 import type { V1Pod } from '@kubernetes/client-node';
 import { CriClient } from '../../../src/cri/client.js';
 import { qosCgroups } from '../../../src/host/cgroups.js';
-import { AgentProcess, busybox, containerPid, criEndpoint, removeRuntimePods, runtimeObjects, staticName, waitFor } from '../helpers/agent.js';
+import { AgentProcess, busybox, containerPid, criEndpoint, removeRuntimePods, runtimeObjects, staticName, waitFor, waitForRuntimeGone } from '../helpers/agent.js';
 
 const cri = new CriClient(criEndpoint);
 const agent = await AgentProcess.create();
@@ -100,21 +100,12 @@ beforeAll(async () => {
 
 afterAll(async () => {
   try {
-    for (const p of await agent.pods().catch(() => [])) seenUids.add(p.metadata!.uid!);
-    await rm(agent.manifestDir, { recursive: true, force: true });
-    if (agent.running) {
-      await waitFor('agent to remove every pod', async () => {
-        const left = await runtimeObjects(cri, [...seenUids]);
-        return left.sandboxes.length + left.containers.length === 0 ? true : undefined;
-      }, 60_000).catch(() => undefined);
-    }
+    await agent.shutdown(cri, seenUids);
   } finally {
-    await agent.stop();
-    await removeRuntimePods(cri, [...seenUids]);
-    await agent.cleanupDirs();
     cri.close();
   }
 });
+
 
 describe('resources', () => {
   test('Guaranteed: qosClass, pod cgroup kubepods/pod<uid> with the pod limits, container limits in its own cgroup', async () => {
@@ -251,9 +242,6 @@ test('removing the pods removes their pod cgroups in every hierarchy', async () 
   for (const uid of uids) seenUids.add(uid);
   expect((await podCgroupsLeft(uids)).length).toBeGreaterThan(0);
   await rm(agent.manifestDir, { recursive: true, force: true });
-  await waitFor('pods gone from the runtime', async () => {
-    const left = await runtimeObjects(cri, uids);
-    return left.sandboxes.length + left.containers.length === 0 ? true : undefined;
-  }, 90_000);
+  await waitForRuntimeGone(cri, uids, 90_000);
   await waitFor('pod cgroups removed', async () => ((await podCgroupsLeft(uids)).length === 0 ? true : undefined), 20_000);
 });

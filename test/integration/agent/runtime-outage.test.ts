@@ -30,18 +30,12 @@ const logged = (msg: string) => agent.logLines().some((l) => l.msg === msg);
 afterAll(async () => {
   try {
     await startContainerd();
-    const { rm } = await import('node:fs/promises');
-    await rm(agent.manifestDir, { recursive: true, force: true });
-    if (agent.running) {
-      await waitFor('pods removed', async () => ((await runtimeObjects(cri, [...uids])).sandboxes.length === 0 ? true : undefined), 60_000).catch(() => undefined);
-    }
+    await agent.shutdown(cri, uids);
   } finally {
-    await agent.stop();
-    await removeRuntimePods(cri, [...uids]);
-    await agent.cleanupDirs();
     cri.close();
   }
 });
+
 
 test('nodelet starts without containerd, waits for it, and runs the pod once it is there', async () => {
   await stopContainerd();

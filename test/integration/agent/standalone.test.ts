@@ -22,6 +22,7 @@ import {
   sleep,
   staticName,
   waitFor,
+  waitForRuntimeGone,
 } from '../helpers/agent.js';
 
 
@@ -61,24 +62,13 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  // Remove every manifest and let the agent tear its pods down; CRI directly if that fails.
   try {
-    for (const p of await agent.pods().catch(() => [])) seenUids.add(p.metadata!.uid!);
-    const { rm } = await import('node:fs/promises');
-    await rm(agent.manifestDir, { recursive: true, force: true });
-    if (agent.running) {
-      await waitFor('agent to remove every pod', async () => {
-        const left = await runtimeObjects(cri, [...seenUids]);
-        return left.sandboxes.length + left.containers.length === 0 ? true : undefined;
-      }, 60_000).catch(() => undefined);
-    }
+    await agent.shutdown(cri, seenUids);
   } finally {
-    await agent.stop();
-    await removeRuntimePods(cri, [...seenUids]);
-    await agent.cleanupDirs();
     cri.close();
   }
 });
+
 
 describe('standalone static pods', () => {
   let a: V1Pod;
@@ -247,10 +237,7 @@ spec:
     await agent.writeManifest('web-a.yaml', webManifest('web-a').replace('hello from web-a', 'hello again from web-a'));
     const fresh = remember(await agent.waitForPod('web-a', 'replaced and Running', (p) => p.metadata!.uid !== old.metadata!.uid && isRunning(p), 60_000));
     expect((await httpGet(`http://${fresh.status!.podIP}:8080/`)).trim()).toBe('hello again from web-a');
-    await waitFor('old web-a gone from the runtime', async () => {
-      const left = await runtimeObjects(cri, [old.metadata!.uid!]);
-      return left.sandboxes.length + left.containers.length === 0 ? true : undefined;
-    }, 30_000);
+    await waitForRuntimeGone(cri, [old.metadata!.uid!], 30_000);
   });
 
   test('removing a manifest leaves no sandbox, container, netns, veth or IP reservation', async () => {
@@ -262,10 +249,7 @@ spec:
     expect(await ipReservations()).toContain(p.status!.podIP);
 
     await agent.removeManifest('web-b.json');
-    await waitFor('web-b gone from the runtime', async () => {
-      const left = await runtimeObjects(cri, [p.metadata!.uid!]);
-      return left.sandboxes.length + left.containers.length === 0 ? true : undefined;
-    }, 30_000);
+    await waitForRuntimeGone(cri, [p.metadata!.uid!], 30_000);
     expect(existsSync(netns!)).toBe(false);
     expect(await ipReservations()).not.toContain(p.status!.podIP);
     expect((await bridgePorts('nodelet0')).length).toBe(portsBefore.length - 1);

@@ -2,19 +2,18 @@
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { execa } from 'execa';
 import type { V1Pod } from '@kubernetes/client-node';
 import { CriClient } from '../../../src/cri/client.js';
 import { mountsUnder, readMountInfo } from '../../../src/volume/mounter.js';
-import { AgentProcess, busybox, criEndpoint, isRunning, removeRuntimePods, runtimeObjects, sleep, waitFor } from '../helpers/agent.js';
+import { AgentProcess, busybox, criEndpoint, isRunning, removeRuntimePods, runtimeObjects, sleep, waitFor, waitForRuntimeGone } from '../helpers/agent.js';
 
 const cri = new CriClient(criEndpoint);
 const agent = await AgentProcess.create();
 const hostDir = await mkdtemp(join(tmpdir(), 'nodelet-it-hostpath-'));
 const seenUids = new Set<string>();
 /** Everything the test created lives under this directory: manifests, root dir, pod logs. */
-const agentBase = resolve(agent.rootDir, '..');
 
 const infoUid = '5f0c6d8e-1a2b-4c3d-9e8f-0123456789ab';
 
@@ -32,9 +31,6 @@ async function exec(p: V1Pod, container: string, script: string): Promise<{ exit
 }
 
 /** Unmounts whatever is still mounted under the test's directories, deepest first. */
-async function unmountUnder(dir: string): Promise<void> {
-  for (const m of mountsUnder(await readMountInfo(), dir)) await execa('umount', ['-l', m.mountPoint], { reject: false });
-}
 
 const volumesManifest = `apiVersion: v1
 kind: Pod
@@ -99,23 +95,13 @@ beforeAll(async () => {
 
 afterAll(async () => {
   try {
-    for (const p of await agent.pods().catch(() => [])) seenUids.add(p.metadata!.uid!);
-    await rm(agent.manifestDir, { recursive: true, force: true });
-    if (agent.running) {
-      await waitFor('agent to remove every pod', async () => {
-        const left = await runtimeObjects(cri, [...seenUids]);
-        return left.sandboxes.length + left.containers.length === 0 ? true : undefined;
-      }, 60_000).catch(() => undefined);
-    }
+    await agent.shutdown(cri, seenUids);
   } finally {
-    await agent.stop();
-    await removeRuntimePods(cri, [...seenUids]);
-    await unmountUnder(agentBase);
-    await agent.cleanupDirs();
     await rm(hostDir, { recursive: true, force: true });
     cri.close();
   }
 });
+
 
 describe('pod volumes', () => {
   let vols: V1Pod;
@@ -247,10 +233,7 @@ spec:
     const uids = [...seenUids];
     expect(uids.length).toBeGreaterThanOrEqual(4);
     for (const f of ['vols.yaml', 'info.yaml', 'bidir.yaml']) await agent.removeManifest(f);
-    await waitFor('pods to be removed from the runtime', async () => {
-      const left = await runtimeObjects(cri, uids);
-      return left.sandboxes.length + left.containers.length === 0 ? true : undefined;
-    }, 60_000);
+    await waitForRuntimeGone(cri, uids, 60_000);
     await waitFor('pod dirs to be removed', async () => (uids.every((uid) => !existsSync(join(agent.rootDir, 'pods', uid))) ? true : undefined), 20_000);
     expect(mountsUnder(await readMountInfo(), agent.rootDir)).toEqual([]);
   });

@@ -11,6 +11,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { fetchPods } from '../../../src/agent/status-api.js';
 import { CriClient } from '../../../src/cri/client.js';
 import { podUidLabel } from '../../../src/pod/labels.js';
+import { mountsUnder, readMountInfo } from '../../../src/volume/mounter.js';
 import { PodCgroupManager } from '../../../src/host/cgroups.js';
 
 export const repoRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '../../../..');
@@ -140,8 +141,27 @@ export class AgentProcess {
       .map((l) => JSON.parse(l) as Record<string, unknown>);
   }
 
+  /**
+   * End of a test file: every manifest removed and the pods torn down by the agent, then the agent stopped;
+   * whatever the runtime still holds of the pods (the agent died, a teardown failed) is removed through CRI.
+   */
+  async shutdown(cri: CriClient, uids: Set<string>): Promise<void> {
+    try {
+      for (const p of await this.pods().catch(() => [])) uids.add(p.metadata!.uid!);
+      await rm(this.manifestDir, { recursive: true, force: true });
+      if (this.running) await waitForRuntimeGone(cri, [...uids], 60_000).catch(() => undefined);
+    } finally {
+      await this.stop();
+      await removeRuntimePods(cri, [...uids]);
+      await this.cleanupDirs();
+    }
+  }
+
+  /** Removes the test's directories, unmounting first whatever a failed teardown left mounted in them. */
   async cleanupDirs(): Promise<void> {
-    await rm(resolve(this.rootDir, '..'), { recursive: true, force: true });
+    const base = resolve(this.rootDir, '..');
+    for (const m of mountsUnder(await readMountInfo(), base)) await execa('umount', ['-l', m.mountPoint], { reject: false });
+    await rm(base, { recursive: true, force: true });
   }
 }
 
@@ -156,6 +176,14 @@ export async function runtimeObjects(cri: CriClient, uids: string[]): Promise<{ 
     sandboxes: sandboxes.filter((s) => mine(s.labels)).map((s) => s.id),
     containers: containers.filter((c) => mine(c.labels)).map((c) => c.id),
   };
+}
+
+/** Waits until the runtime holds no sandbox or container of these pods. */
+export async function waitForRuntimeGone(cri: CriClient, uids: string[], timeoutMs = 30_000): Promise<void> {
+  await waitFor('pods gone from the runtime', async () => {
+    const left = await runtimeObjects(cri, uids);
+    return left.sandboxes.length + left.containers.length === 0 ? true : undefined;
+  }, timeoutMs, 50);
 }
 
 /**
