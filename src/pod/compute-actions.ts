@@ -156,7 +156,7 @@ export function computePodActions(pod: V1Pod, state: PodRuntimeState, ctx: Compu
   if (inits.length > 0) {
     const current = { ...state, containers: state.containers.filter((c) => c.sandboxId === sandbox.id) };
     if (hasRestartableInitContainer(pod)) {
-      const plan = computeInitContainerPlan(pod, current);
+      const plan = computeInitContainerPlan(pod, current, { startup: ctx.startup, liveness: ctx.liveness });
       if (plan.killPod) {
         actions.killPod = anythingAlive;
         return actions;

@@ -1,5 +1,6 @@
 // How far a pod's initialization has come: kubelet's rules for init containers and sidecars (restartable init containers).
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import type { ProbeResultLookup } from '../prober/results.js';
 import { latestContainer, type ContainerObservation, type PodRuntimeState } from './runtime-state.js';
 
 /** A sidecar: an init container with restartPolicy Always, started in order and kept running. */
@@ -68,7 +69,11 @@ export interface InitContainerPlan {
  * it restarts sidecars that stopped, starts the next init container once the previous one succeeded (or,
  * for a sidecar, runs), and reports whether initialization is complete.
  */
-export function computeInitContainerPlan(pod: V1Pod, state: PodRuntimeState): InitContainerPlan {
+export function computeInitContainerPlan(
+  pod: V1Pod,
+  state: PodRuntimeState,
+  probes: { startup?: ProbeResultLookup | undefined; liveness?: ProbeResultLookup | undefined } = {},
+): InitContainerPlan {
   const inits = pod.spec?.initContainers ?? [];
   const plan: InitContainerPlan = { start: [], kill: [], killPod: false, initialized: true };
   if (inits.length === 0) return plan;
@@ -93,9 +98,23 @@ export function computeInitContainerPlan(pod: V1Pod, state: PodRuntimeState): In
         // Created but never started: the runtime failed to start it; start a fresh one.
         plan.start.push(i);
         break;
-      case 'running':
-        if (sidecar) initializedUpTo();
+      case 'running': {
+        if (!sidecar) break;
+        // A sidecar counts as started (and lets the next init container go) once its startup probe succeeded.
+        const startup = container.startupProbe ? probes.startup?.(status.id) : 'success';
+        if (startup === 'failure') {
+          plan.kill.push({ container: status, reason: `Init container ${container.name} failed startup probe` });
+          plan.start.push(i);
+          break;
+        }
+        if (startup !== 'success') break;
+        initializedUpTo();
+        if (container.livenessProbe && probes.liveness?.(status.id) === 'failure') {
+          plan.kill.push({ container: status, reason: `Init container ${container.name} failed liveness probe` });
+          plan.start.push(i);
+        }
         break;
+      }
       case 'exited':
         if (sidecar) {
           plan.start.push(i);

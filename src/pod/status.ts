@@ -58,14 +58,14 @@ function stateOf(c: ContainerObservation, runtimeName: string): V1ContainerState
 
 type ContainerKind = 'regular' | 'init' | 'sidecar';
 
-/** kubelet's prober view of a running regular container: started once its startup probe succeeded (at once without one). */
+/** kubelet's prober view of a running container (regular or sidecar): started once its startup probe succeeded (at once without one). */
 function probedStarted(input: StatusInput, spec: V1Container, kind: ContainerKind, id: string): boolean {
-  return kind !== 'regular' || !spec.startupProbe || input.startup?.(id) === 'success';
+  return kind === 'init' || !spec.startupProbe || input.startup?.(id) === 'success';
 }
 
 /** Ready once started and its readiness probe succeeded (at once without one). */
 function probedReady(input: StatusInput, spec: V1Container, kind: ContainerKind, id: string): boolean {
-  return probedStarted(input, spec, kind, id) && (kind !== 'regular' || !spec.readinessProbe || input.readiness?.(id) === 'success');
+  return probedStarted(input, spec, kind, id) && (kind === 'init' || !spec.readinessProbe || input.readiness?.(id) === 'success');
 }
 
 function containerStatus(input: StatusInput, spec: V1Container, kind: ContainerKind): V1ContainerStatus {

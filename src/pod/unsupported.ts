@@ -13,9 +13,10 @@ export function unsupportedPodFields(pod: V1Pod): WaitingReason | undefined {
   for (const [path, list] of lists) {
     list.forEach((c, i) => {
       if (c.envFrom?.length) fields.push(`${path}[${i}].envFrom`);
-      // The prober runs exec, httpGet and tcpSocket probes of regular containers (not of sidecars, not gRPC).
+      // The prober runs exec, httpGet and tcpSocket probes of regular containers and sidecars (not gRPC);
+      // a plain init container runs to completion and cannot be probed.
       for (const probe of ['livenessProbe', 'readinessProbe', 'startupProbe'] as const) {
-        if (path === 'spec.initContainers' && c[probe]) fields.push(`${path}[${i}].${probe}`);
+        if (path === 'spec.initContainers' && c.restartPolicy !== 'Always' && c[probe]) fields.push(`${path}[${i}].${probe}`);
         else if (c[probe]?.grpc) fields.push(`${path}[${i}].${probe}.grpc`);
       }
       (c.env ?? []).forEach((e, j) => {

@@ -1,4 +1,5 @@
 // Keeps a probe worker per container and probe type of every pod in step with its spec and observed containers; serves results.
+import { isRestartableInitContainer } from '../pod/init-containers.js';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { canonicalJson } from '../canonical-json.js';
 import type { RuntimeService } from '../cri/types.js';
@@ -58,6 +59,14 @@ function podFinished(pod: V1Pod, state: PodRuntimeState): boolean {
   });
 }
 
+/** The containers kubelet probes: regular containers and sidecars (init containers with restartPolicy Always). */
+function probedContainers(pod: V1Pod): { container: V1Container; field: string }[] {
+  return [
+    ...(pod.spec?.initContainers ?? []).flatMap((container, i) => (isRestartableInitContainer(container) ? [{ container, field: `spec.initContainers[${i}]` }] : [])),
+    ...(pod.spec?.containers ?? []).map((container, i) => ({ container, field: `spec.containers[${i}]` })),
+  ];
+}
+
 export class ProbeManager implements PodProber {
   private readonly pods = new Map<string, PodEntry>();
   private readonly results = new ProbeResultStore();
@@ -82,17 +91,17 @@ export class ProbeManager implements PodProber {
     if (!entry) this.pods.set(uid, (entry = { pod, state, podIPs, wake, workers: new Map() }));
     Object.assign(entry, { pod, state, podIPs, wake });
 
-    const wanted = new Map<string, { container: V1Container; specIndex: number; type: ProbeType; source: string }>();
+    const wanted = new Map<string, { container: V1Container; field: string; type: ProbeType; source: string }>();
     if (!podFinished(pod, state)) {
-      (pod.spec?.containers ?? []).forEach((container, specIndex) => {
+      for (const { container, field } of probedContainers(pod)) {
         for (const type of probeTypes) {
           const probe = probeOf(container, type);
           if (!probe) continue;
           // The worker reads its container (ports, env, other probes) and the restart policy.
           const source = canonicalJson({ container, restartPolicy: pod.spec?.restartPolicy });
-          wanted.set(`${container.name}/${type}`, { container, specIndex, type, source });
+          wanted.set(`${container.name}/${type}`, { container, field, type, source });
         }
-      });
+      }
     }
     for (const [key, w] of entry.workers) {
       if (wanted.get(key)?.source === w.source) continue;
@@ -100,7 +109,7 @@ export class ProbeManager implements PodProber {
       entry.workers.delete(key);
     }
     for (const [key, want] of wanted) {
-      if (!entry.workers.has(key)) entry.workers.set(key, { worker: this.startWorker(entry, want.container, want.specIndex, want.type), source: want.source });
+      if (!entry.workers.has(key)) entry.workers.set(key, { worker: this.startWorker(entry, want.container, want.field, want.type), source: want.source });
     }
     this.triggerReadiness(entry);
   }
@@ -117,7 +126,7 @@ export class ProbeManager implements PodProber {
    * gets its readiness probe run now rather than at the next tick.
    */
   private triggerReadiness(entry: PodEntry): void {
-    for (const container of entry.pod.spec?.containers ?? []) {
+    for (const { container } of probedContainers(entry.pod)) {
       const w = entry.workers.get(`${container.name}/readiness`);
       const latest = latestContainer(entry.state, container.name);
       if (!w || latest?.state !== 'running') continue;
@@ -130,10 +139,10 @@ export class ProbeManager implements PodProber {
     return !container.startupProbe || this.results.get('startup', containerId) === 'success';
   }
 
-  private startWorker(entry: PodEntry, container: V1Container, specIndex: number, type: ProbeType): ProbeWorker {
+  private startWorker(entry: PodEntry, container: V1Container, containerField: string, type: ProbeType): ProbeWorker {
     const probe = probeOf(container, type)!;
     const settings = probeSettings(probe);
-    const field = probeField(specIndex, type);
+    const field = probeField(containerField, type);
     const m = entry.pod.metadata ?? {};
     const log = this.deps.log.child({ pod: `${m.namespace}/${m.name}`, podUid: m.uid, container: container.name, probeType: type });
     const worker = new ProbeWorker(

@@ -47,6 +47,7 @@ export function probeSettings(probe: V1Probe): ProbeSettings {
 }
 
 /** The manifest field of a container's probe, e.g. `spec.containers[0].livenessProbe`. */
-export function probeField(specIndex: number, type: ProbeType): string {
-  return `spec.containers[${specIndex}].${type}Probe`;
+/** The probe's manifest field, under its container's field (e.g. `spec.initContainers[0]`). */
+export function probeField(containerField: string, type: ProbeType): string {
+  return `${containerField}.${type}Probe`;
 }

@@ -121,3 +121,32 @@ spec:
   expect(after.status!.containerStatuses![0]!.containerID).toBe(pod.status!.containerStatuses![0]!.containerID);
   expect(after.status!.initContainerStatuses![1]!.restartCount).toBe(0);
 });
+
+test('a sidecar\'s startup probe holds the next init container back; its readiness joins the pod\'s', async () => {
+  await agent.writeManifest('sidecar-probes.yaml', `apiVersion: v1
+kind: Pod
+metadata: {name: sidecar-probes}
+spec:
+  terminationGracePeriodSeconds: 2
+  initContainers:
+  - name: proxy
+    image: ${busybox}
+    restartPolicy: Always
+    command: ["sh", "-c", "sleep 3; touch /tmp/started; exec sleep 3600"]
+    startupProbe: {exec: {command: ["test", "-f", "/tmp/started"]}, periodSeconds: 1, failureThreshold: 30}
+    readinessProbe: {exec: {command: ["test", "-f", "/tmp/ready"]}, periodSeconds: 1}
+  - {name: setup, image: ${busybox}, command: ["true"]}
+  containers:
+  - {name: app, image: ${busybox}, command: ["sleep", "3600"]}
+`);
+  const pod = await waitPod('sidecar-probes', 'app running', (p) => !!p.status?.containerStatuses?.[0]?.state?.running, 60_000);
+  const proxy = pod.status!.initContainerStatuses![0]!;
+  const setup = terminated(pod.status!.initContainerStatuses![1])!;
+  // The proxy makes its startup probe pass only after 3 s: setup cannot have started before that.
+  expect(time(setup.startedAt) - time(proxy.state!.running!.startedAt)).toBeGreaterThanOrEqual(3_000);
+  expect(proxy).toMatchObject({ started: true, ready: false });
+  expect(pod.status!.conditions!.find((c) => c.type === 'Ready')).toMatchObject({ status: 'False', message: 'containers with unready status: [proxy]' });
+
+  await cri.execSync(proxy.containerID!.replace('containerd://', ''), ['touch', '/tmp/ready'], 5);
+  await waitPod('sidecar-probes', 'Ready once the sidecar is', (p) => p.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True', 20_000);
+});

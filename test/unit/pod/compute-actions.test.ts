@@ -448,6 +448,39 @@ const cases: Case[] = [
     },
     expected: { killPod: true },
   },
+  {
+    name: 'sidecar with a startup probe not yet succeeded: the next init container waits',
+    mutate: (p, s) => {
+      withSidecar(p);
+      p.spec!.initContainers![0]!.startupProbe = { exec: { command: ['true'] } };
+      s.containers = [running(p, 'proxy')];
+    },
+    startup: { 'proxy-1': 'unknown' },
+    expected: {},
+  },
+  {
+    name: 'sidecar whose startup probe succeeded lets the next init container start',
+    mutate: (p, s) => {
+      withSidecar(p);
+      p.spec!.initContainers![0]!.startupProbe = { exec: { command: ['true'] } };
+      s.containers = [running(p, 'proxy')];
+    },
+    startup: { 'proxy-1': 'success' },
+    expected: { initContainersToStart: [{ name: 'init-b', specIndex: 1, restartCount: 0, reason: 'container has not been started' }] },
+  },
+  {
+    name: 'sidecar failing its liveness probe is killed and started again, the app keeps running',
+    mutate: (p, s) => {
+      withSidecar(p);
+      p.spec!.initContainers![0]!.livenessProbe = { exec: { command: ['true'] } };
+      s.containers = [running(p, 'app'), running(p, 'sidecar'), running(p, 'proxy'), exited(p, 'init-b', 0)];
+    },
+    liveness: { 'proxy-1': 'failure' },
+    expected: {
+      containersToKill: [{ id: 'proxy-1', name: 'proxy', reason: 'Init container proxy failed liveness probe' }],
+      initContainersToStart: [{ name: 'proxy', specIndex: 0, restartCount: 1, reason: 'container is in running state' }],
+    },
+  },
 ];
 
 describe('computePodActions', () => {
