@@ -470,6 +470,7 @@ import_image() {
   current=$(ctr_ -n k8s.io images ls 2>/dev/null | awk -v n="$name" '$1 == n { print $3 }')
   if [[ $current == "$IMAGE_DIGEST" ]]; then
     log "image $name present ($IMAGE_DIGEST)"
+    add_digest_reference "$name"
     return 1
   fi
   log "importing image $name ($IMAGE_DIGEST)..."
@@ -477,7 +478,16 @@ import_image() {
     die "importing $IMAGE_TAR into $SOCK failed"
   current=$(ctr_ -n k8s.io images ls 2>/dev/null | awk -v n="$name" '$1 == n { print $3 }')
   [[ $current == "$IMAGE_DIGEST" ]] || die "after import, $name has digest '${current:-none}', expected $IMAGE_DIGEST"
+  add_digest_reference "$name"
   return 0
+}
+
+# Names the image also by repository@digest, as a pull from a registry would: CRI then reports that digest
+# reference as the image's repo digest, and nodelet (like kubelet) shows it as a container's imageID.
+add_digest_reference() {
+  local name=$1
+  ctr_ -n k8s.io images tag --force "$name" "${name%:*}@$IMAGE_DIGEST" >/dev/null ||
+    die "tagging $name as ${name%:*}@$IMAGE_DIGEST failed"
 }
 
 # Runs the busybox image once and the pause image once through runc, proving the images, snapshotter and runtime work.

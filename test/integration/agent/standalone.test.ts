@@ -86,6 +86,8 @@ describe('standalone static pods', () => {
       expect(p.status!.podIP!.startsWith(podSubnetPrefix)).toBe(true);
       expect(p.status!.conditions!.find((c) => c.type === 'Ready')!.status).toBe('True');
       expect(p.status!.containerStatuses![0]!.containerID).toMatch(/^containerd:\/\/[0-9a-f]{64}$/);
+      // imageID is the image's digest reference, as for an image pulled from a registry.
+      expect(p.status!.containerStatuses![0]!.imageID).toMatch(/^localhost\/nodelet\/busybox@sha256:[0-9a-f]{64}$/);
     }
     expect(a.status!.podIP).not.toBe(b.status!.podIP);
 
