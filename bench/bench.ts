@@ -9,10 +9,16 @@
 // bench polls every 100 ms until the agent has logged 'Created container' for every pod, then every --poll-ms (5 ms).
 // The end is still what the status socket says; the poll's cost is measured and printed.
 //
-// Usage: node dist/bench/bench.js [--reps N] [--pods N] [--json] [--poll-ms N] [--eager-poll] [--agent-v N] [--agent-log FILE]
+// Probe load (after the start-up measurements, with the same agent): --probe-pods pods serving httpd, each with an exec
+// readiness probe every 2 s and an httpGet liveness probe every 5 s; once all are Ready and 10 s have passed, the agent's
+// CPU (its own; its reaped children apart) and RSS over --probe-seconds. Exec probes run in containerd and the pods'
+// shims, not in the agent: their CPU is printed beside it. The bench does not poll the agent during that window.
+//
+// Usage: node dist/bench/bench.js [--only startup|probes] [--reps N] [--pods N] [--probe-pods N] [--probe-seconds N] [--json]
+//          [--poll-ms N] [--eager-poll] [--agent-v N] [--agent-log FILE] [--agent-cpu-prof FILE] [--agent-heap-prof FILE]
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { createWriteStream, existsSync, readdirSync, readFileSync, renameSync, type WriteStream } from 'node:fs';
+import { createWriteStream, existsSync, readdirSync, readFileSync, renameSync, writeFileSync, type WriteStream } from 'node:fs';
 import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { createConnection } from 'node:net';
 import { cpus, release, tmpdir } from 'node:os';
@@ -34,6 +40,8 @@ const setpriv = '/usr/bin/setpriv';
 const mainEndpoint = 'unix:///run/nodelet/containerd/containerd.sock';
 const floorEndpoint = 'unix:///run/nodelet/containerd-floor/containerd.sock';
 const cniSocket = '/run/nodelet/cni.sock';
+/** The rig's pid file of the main containerd (its CPU during the probe-load window is printed beside the agent's). */
+const mainPidFile = '/run/nodelet/containerd.pid';
 /** Held by every test run that starts an agent (scripts/test.sh, the brief's flock rule): one agent per machine. */
 const testsLock = '/run/nodelet/tests.lock';
 const busybox = 'localhost/nodelet/busybox:1.35';
@@ -42,18 +50,31 @@ const benchNode = 'nodelet-bench';
 /** Every bench pod (floor and nodelet) lives in this namespace, so cleanup finds exactly the bench's runtime objects. */
 const benchNamespace = 'nodelet-bench';
 
-const targets = { singleRatio: 1.25, parallelRatio: 1.15, peakRssMB: 100 };
+const targets = { singleRatio: 1.25, parallelRatio: 1.15, peakRssMB: 100, probeAvgCores: 0.1, probeRssMB: 120 };
 const singleTimeoutMs = 60_000;
 const parallelTimeoutMs = 300_000;
+const probeReadyTimeoutMs = 300_000;
+/** Between all probe pods being Ready and the probe-load window: the start-up's after-effects die down. */
+const probeSettleMs = 10_000;
 const teardownTimeoutMs = 120_000;
 const otherAgentPollMs = 20_000;
 const otherAgentWaitMs = 15 * 60_000;
 
 // ------------------------------------------------------------------------------------------------------------ options
 
+type Phase = 'startup' | 'probes';
+
 interface Options {
+  /** The phases to run: both by default. */
+  phases: Set<Phase>;
   reps: number;
   pods: number;
+  probePods: number;
+  probeSeconds: number;
+  /** Diagnosis: where to write a CPU profile of the agent over the probe-load window ('' for none). */
+  agentCpuProf: string;
+  /** Diagnosis: where to write a sampling heap profile (what the window's allocations left alive) ('' for none). */
+  agentHeapProf: string;
   json: boolean;
   pollMs: number;
   eagerPoll: boolean;
@@ -61,19 +82,34 @@ interface Options {
   agentLog: string;
 }
 
-const usage = `usage: node dist/bench/bench.js [--reps N] [--pods N] [--json] [--poll-ms N] [--eager-poll] [--agent-v N] [--agent-log FILE]
-  --reps N     repetitions of each measurement (default 5)
+const usage = `usage: node dist/bench/bench.js [--only startup|probes] [--reps N] [--pods N] [--probe-pods N] [--probe-seconds N] [--json]
+         [--poll-ms N] [--eager-poll] [--agent-v N] [--agent-log FILE] [--agent-cpu-prof FILE] [--agent-heap-prof FILE]
+  --only P     run only one phase: startup (floor vs nodelet start-up latency, peak RSS) or probes (the agent's CPU and
+               RSS with probed pods running); both by default, start-up first
+  --reps N     repetitions of each start-up measurement (default 5)
   --pods N     pods started at once in the parallel case (default 30)
+  --probe-pods N     pods running during the probe-load window (default 30)
+  --probe-seconds N  length of the probe-load window (default 120)
   --json       print the figures as JSON on stdout (the table then goes to stderr)
   --poll-ms N  interval between polls of the agent's status socket once every pod has its container created (default 5)
   --eager-poll poll every --poll-ms from the manifest rename on, not only once the agent logged 'Created container'
                for every pod (the answer then costs the agent CPU while it is busiest: for comparison only)
   --agent-v N  the agent's log verbosity (-v), for diagnosis only (default 0)
   --agent-log FILE  also write the agent's log lines to FILE, for diagnosis
+  --agent-cpu-prof FILE  diagnosis: start the agent with an inspector on a loopback port and write a V8 CPU profile of
+               the probe-load window to FILE (a .cpuprofile, for Chrome DevTools); a summary is printed. The profiler's own
+               cost is in the CPU figures of that run.
+  --agent-heap-prof FILE  diagnosis: the same inspector; a V8 sampling heap profile of the window written to FILE (a
+               .heapprofile: the allocations of the window still alive after a full GC at its end), with the agent's
+               JS heap / native split every 10 s and its RSS after that GC. Either option adds those memory figures.
+With -v 2 or more the agent logs every successful probe, and the bench counts the probe runs (the logging costs CPU).
 Needs both containerds of the rig: bash scripts/runtime.sh up && NODELET_RUNTIME_INSTANCE=floor bash scripts/runtime.sh up`;
 
 function parseOptions(argv: string[]): Options {
-  const opts: Options = { reps: 5, pods: 30, json: false, pollMs: 5, eagerPoll: false, agentV: 0, agentLog: '' };
+  const opts: Options = {
+    phases: new Set(['startup', 'probes']), reps: 5, pods: 30, probePods: 30, probeSeconds: 120, agentCpuProf: '', agentHeapProf: '',
+    json: false, pollMs: 5, eagerPoll: false, agentV: 0, agentLog: '',
+  };
   const int = (flag: string, value: string | undefined, min: number): number => {
     if (value === undefined || !/^\d+$/.test(value) || Number(value) < min) throw new UsageError(`${flag} needs an integer >= ${min}`);
     return Number(value);
@@ -84,6 +120,16 @@ function parseOptions(argv: string[]): Options {
     switch (flag) {
       case '--reps': opts.reps = int(flag, value(), 1); break;
       case '--pods': opts.pods = int(flag, value(), 1); break;
+      case '--probe-pods': opts.probePods = int(flag, value(), 1); break;
+      case '--probe-seconds': opts.probeSeconds = int(flag, value(), 10); break;
+      case '--only': {
+        const phase = value();
+        if (phase !== 'startup' && phase !== 'probes') throw new UsageError('--only needs startup or probes');
+        opts.phases = new Set([phase]);
+        break;
+      }
+      case '--agent-cpu-prof': opts.agentCpuProf = value() ?? ''; if (!opts.agentCpuProf) throw new UsageError('--agent-cpu-prof needs a file'); break;
+      case '--agent-heap-prof': opts.agentHeapProf = value() ?? ''; if (!opts.agentHeapProf) throw new UsageError('--agent-heap-prof needs a file'); break;
       case '--poll-ms': opts.pollMs = int(flag, value(), 1); break;
       case '--agent-v': opts.agentV = int(flag, value(), 0); break;
       case '--agent-log': opts.agentLog = value() ?? ''; if (!opts.agentLog) throw new UsageError('--agent-log needs a file'); break;
@@ -94,7 +140,7 @@ function parseOptions(argv: string[]): Options {
     }
   }
   // The agent's pod subnet is a /24: leave room for pods of someone else's tests on the same containerd.
-  if (opts.pods > 200) throw new UsageError('--pods is limited to 200 (the pod subnets are /24)');
+  if (opts.pods > 200 || opts.probePods > 200) throw new UsageError('--pods and --probe-pods are limited to 200 (the pod subnets are /24)');
   return opts;
 }
 
@@ -146,11 +192,66 @@ function processCpuMs(pid: number): { self: number; children: number } {
   return { self: (f[11]! + f[12]!) * tick, children: (f[13]! + f[14]!) * tick };
 }
 
-/** A field of /proc/<pid>/status in MB (VmRSS, VmHWM). */
-function memoryMB(pid: number, field: 'VmRSS' | 'VmHWM'): number {
+/** A field of /proc/<pid>/status in MB (VmRSS, VmHWM; RssAnon and RssFile, the anonymous and file-backed parts of VmRSS). */
+function memoryMB(pid: number, field: 'VmRSS' | 'VmHWM' | 'RssAnon' | 'RssFile'): number {
   const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   if (!m) throw new Error(`no ${field} in /proc/${pid}/status`);
   return Number(m[1]) / 1024;
+}
+
+/** Resets the process's VmHWM to its current RSS (Linux >= 4.0), so that VmHWM then tells the peak of a window. */
+function resetPeakRss(pid: number): boolean {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, '5');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The main containerd's pid (from the rig's pid file) and the pids of the shims of the given sandboxes. */
+function runtimeProcesses(sandboxIds: Set<string>): { containerd?: number; shims: number[] } {
+  let containerd: number | undefined;
+  try {
+    containerd = Number(readFileSync(mainPidFile, 'utf8').trim()) || undefined;
+  } catch {
+    containerd = undefined;
+  }
+  const shims: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let argv: string[];
+    try {
+      argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+    } catch {
+      continue;
+    }
+    if (!basename(argv[0] ?? '').startsWith('containerd-shim')) continue;
+    const id = argv[argv.indexOf('-id') + 1];
+    if (argv.includes('-id') && id && sandboxIds.has(id)) shims.push(Number(entry));
+  }
+  return { ...(containerd ? { containerd } : {}), shims };
+}
+
+/** Own + reaped children's CPU (ms) of each pid still alive (the ones gone have no entry). */
+function cpuOf(pids: number[]): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const pid of pids) {
+    try {
+      const c = processCpuMs(pid);
+      out.set(pid, c.self + c.children);
+    } catch {
+      // Gone (a pod's shim after a restart): counted only over the samples that have it at both ends.
+    }
+  }
+  return out;
+}
+
+/** CPU between two cpuOf snapshots, over the pids present in both. */
+function cpuBetween(a: Map<number, number>, b: Map<number, number>): number {
+  let sum = 0;
+  for (const [pid, t] of b) if (a.has(pid)) sum += t - a.get(pid)!;
+  return sum;
 }
 
 /**
@@ -192,6 +293,8 @@ function cniSocketInUse(): Promise<boolean> {
   });
 }
 
+const isReady = (p: V1Pod) => (p.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
+
 const isRunning = (p: V1Pod) =>
   p.status?.phase === 'Running' && (p.status.containerStatuses ?? []).length > 0 &&
   (p.status.containerStatuses ?? []).every((c) => c.state?.running) && !!p.status.podIP;
@@ -212,6 +315,32 @@ function podSpec(): V1PodSpec {
 
 function manifestText(name: string): string {
   return JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: benchNamespace, labels: { app: 'nodelet-bench' } }, spec: podSpec() }, null, 2) + '\n';
+}
+
+const probePeriods = { readiness: 2, liveness: 5 };
+
+/**
+ * A probe-load pod: busybox httpd serving /www (its shell leaves at once on SIGTERM), an exec readiness probe every 2 s
+ * and an httpGet liveness probe every 5 s against it.
+ */
+function probeManifestText(name: string): string {
+  const pod = {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: benchNamespace, labels: { app: 'nodelet-bench-probes' } },
+    spec: {
+      terminationGracePeriodSeconds: 2,
+      containers: [{
+        name: 'web',
+        image: busybox,
+        command: ['sh', '-c', "mkdir -p /www && echo ok > /www/index.html || exit 1; trap 'exit 0' TERM; httpd -f -p 8080 -h /www & wait"],
+        ports: [{ containerPort: 8080 }],
+        readinessProbe: { exec: { command: ['cat', '/www/index.html'] }, periodSeconds: probePeriods.readiness },
+        livenessProbe: { httpGet: { path: '/', port: 8080 }, periodSeconds: probePeriods.liveness },
+      }],
+    },
+  };
+  return JSON.stringify(pod, null, 2) + '\n';
 }
 
 /** The floor's pod object, named like the static pod nodelet would make of the same manifest. */
@@ -246,8 +375,10 @@ class BenchAgent {
   readonly podLogsDir: string;
 
   private logCopy?: WriteStream;
+  /** The inspector's WebSocket URL, once the agent printed it (only when started with `inspect`). */
+  inspectorUrl?: string;
 
-  constructor(base: string, private readonly verbosity: number, private readonly logFile: string) {
+  constructor(base: string, private readonly verbosity: number, private readonly logFile: string, private readonly inspect = false) {
     this.manifestDir = join(base, 'manifests');
     this.rootDir = join(base, 'root');
     this.podLogsDir = join(base, 'pod-logs');
@@ -273,7 +404,6 @@ class BenchAgent {
   async start(signal: AbortSignal): Promise<void> {
     await mkdir(this.manifestDir, { recursive: true });
     const args = [
-      agentEntry,
       '--pod-manifest-path', this.manifestDir,
       '--container-runtime-endpoint', mainEndpoint,
       '--root-dir', this.rootDir,
@@ -286,8 +416,15 @@ class BenchAgent {
     // setpriv (util-linux) execs the agent with SIGTERM as its parent-death signal, so even a SIGKILLed bench leaves no
     // agent behind once it drops the tests lock.
     if (this.logFile) this.logCopy = createWriteStream(this.logFile);
-    const [command, ...argv] = existsSync(setpriv) ? [setpriv, '--pdeathsig', 'TERM', nodeBinary, ...args] : [nodeBinary, ...args];
-    const child = spawn(command!, argv, { stdio: ['ignore', 'pipe', 'pipe'], cwd: repoRoot, detached: true });
+    // Port 0: the kernel picks a free loopback port, which the agent prints on stderr ('Debugger listening on ws://...').
+    // The bin file runs itself, as a user's `npx nodelet` does, so its interpreter line (node and its V8 flags) applies.
+    const env = {
+      ...process.env,
+      PATH: `${dirname(nodeBinary)}:${process.env.PATH ?? ''}`,
+      ...(this.inspect ? { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --inspect=127.0.0.1:0`.trim() } : {}),
+    };
+    const [command, ...argv] = existsSync(setpriv) ? [setpriv, '--pdeathsig', 'TERM', agentEntry, ...args] : [agentEntry, ...args];
+    const child = spawn(command!, argv, { stdio: ['ignore', 'pipe', 'pipe'], cwd: repoRoot, detached: true, env });
     this.child = child;
     this.exited = new Promise((r) => child.once('exit', () => r()));
     // Last resort if the bench dies past its cleanup (an uncaught error): never leave an agent owning the CNI socket.
@@ -327,6 +464,8 @@ class BenchAgent {
       const line = this.stderrRest.slice(0, nl);
       this.stderrRest = this.stderrRest.slice(nl + 1);
       this.remember(line);
+      const inspector = /^Debugger listening on (ws:\/\/\S+)/.exec(line);
+      if (inspector) this.inspectorUrl = inspector[1];
       if (!line.startsWith('{')) continue;
       try {
         const rec = JSON.parse(line) as Record<string, unknown>;
@@ -433,11 +572,16 @@ class Bench {
   /** Warnings worth printing with the results (other agents appearing, foreign pods, agent warnings). */
   readonly notes: string[] = [];
 
-  constructor(private readonly opts: Options, readonly signal: AbortSignal) {}
+  constructor(readonly opts: Options, readonly signal: AbortSignal) {}
+
+  /** The containerds the chosen phases use: the floor only for the start-up measurements. */
+  containerds(): (readonly ['main' | 'floor', CriClient])[] {
+    return this.opts.phases.has('startup') ? [['main', this.main], ['floor', this.floor]] : [['main', this.main]];
+  }
 
   async prepare(): Promise<void> {
     const signal = this.signal;
-    for (const [name, cri] of [['main', this.main], ['floor', this.floor]] as const) {
+    for (const [name, cri] of this.containerds()) {
       try {
         const v = await cri.version({ signal, timeoutMs: 5_000 });
         progress(`${name} containerd: ${v.runtimeName} ${v.runtimeVersion} (CRI ${v.runtimeApiVersion}) at ${cri.target}`);
@@ -526,11 +670,11 @@ class Bench {
       (await cri.listPodSandbox({ state: 'SANDBOX_READY' }, { signal: this.signal, timeoutMs: 10_000 })).filter(
         (s) => s.labels[podNamespaceLabel] !== benchNamespace,
       ).length;
-    return { main: await count(this.main), floor: await count(this.floor) };
+    return { main: await count(this.main), floor: this.opts.phases.has('startup') ? await count(this.floor) : 0 };
   }
 
   async startAgent(): Promise<void> {
-    this.agent = new BenchAgent(this.base, this.opts.agentV, this.opts.agentLog);
+    this.agent = new BenchAgent(this.base, this.opts.agentV, this.opts.agentLog, this.opts.agentCpuProf !== '' || this.opts.agentHeapProf !== '');
     await this.agent.start(this.signal);
     progress(`agent started (pid ${this.agent.pid}); waiting until it is idle...`);
     await this.waitAgentIdle();
@@ -772,6 +916,529 @@ function errorText(err: unknown): string {
   return err.cause ? `${err.message} (${errorText(err.cause)})` : err.message;
 }
 
+// ------------------------------------------------------------------------------------------------------------ probe load
+
+/** A minimal Chrome DevTools Protocol client over the agent's inspector WebSocket (diagnosis only). */
+class InspectorSession {
+  private nextId = 1;
+  private readonly pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+
+  private constructor(private readonly ws: WebSocket) {
+    ws.addEventListener('message', (ev) => {
+      const msg = JSON.parse(String(ev.data)) as { id?: number; result?: unknown; error?: { message: string } };
+      const waiter = msg.id === undefined ? undefined : this.pending.get(msg.id);
+      if (!waiter) return;
+      this.pending.delete(msg.id!);
+      if (msg.error) waiter.reject(new Error(`inspector: ${msg.error.message}`));
+      else waiter.resolve(msg.result);
+    });
+    ws.addEventListener('close', () => {
+      for (const w of this.pending.values()) w.reject(new Error('the inspector connection closed'));
+      this.pending.clear();
+    });
+  }
+
+  static open(url: string, timeoutMs = 10_000): Promise<InspectorSession> {
+    return new Promise((resolve, reject) => {
+      const ws = new WebSocket(url);
+      const timer = setTimeout(() => {
+        ws.close();
+        reject(new Error(`no connection to the agent's inspector at ${url} within ${timeoutMs / 1000} s`));
+      }, timeoutMs);
+      ws.addEventListener('open', () => {
+        clearTimeout(timer);
+        resolve(new InspectorSession(ws));
+      }, { once: true });
+      ws.addEventListener('error', () => {
+        clearTimeout(timer);
+        reject(new Error(`cannot connect to the agent's inspector at ${url}`));
+      }, { once: true });
+    });
+  }
+
+  post<T>(method: string, params: object = {}, timeoutMs = 60_000): Promise<T> {
+    const id = this.nextId++;
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new Error(`inspector: no answer to ${method} within ${timeoutMs / 1000} s`));
+      }, timeoutMs);
+      this.pending.set(id, {
+        resolve: (v) => {
+          clearTimeout(timer);
+          resolve(v as T);
+        },
+        reject: (e) => {
+          clearTimeout(timer);
+          reject(e);
+        },
+      });
+      this.ws.send(JSON.stringify({ id, method, params }));
+    });
+  }
+
+  close(): void {
+    this.ws.close();
+  }
+}
+
+interface CpuProfile {
+  nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }[];
+  startTime: number;
+  endTime: number;
+  samples?: number[];
+  timeDeltas?: number[];
+}
+
+interface TimeShare {
+  name: string;
+  ms: number;
+  /** Of the profile's busy (non-idle) time. */
+  pct: number;
+}
+
+/** Where a script belongs: an npm package, a folder of nodelet's code, a part of Node's own library. */
+function profileModule(url: string, functionName: string): string {
+  if (!url) return functionName || '(native)';
+  const nm = url.lastIndexOf('/node_modules/');
+  if (nm >= 0) {
+    const parts = url.slice(nm + '/node_modules/'.length).split('/');
+    return `npm ${parts[0]!.startsWith('@') ? `${parts[0]}/${parts[1]}` : parts[0]}`;
+  }
+  const src = url.indexOf('/dist/src/');
+  if (src >= 0) return `nodelet src/${url.slice(src + '/dist/src/'.length)}`;
+  if (url.startsWith('node:')) return url.split('/').slice(0, 2).join('/');
+  return basename(url);
+}
+
+/** Self time by module and by function, and nodelet functions by inclusive time (each counted once per stack). */
+function profileSummary(profile: CpuProfile, top = 15) {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const samples = profile.samples ?? [];
+  const deltas = profile.timeDeltas ?? [];
+  const selfUs = new Map<number, number>();
+  // A sample stands for the time until the next one.
+  for (let i = 0; i < samples.length; i++) selfUs.set(samples[i]!, (selfUs.get(samples[i]!) ?? 0) + Math.max(0, deltas[i + 1] ?? 0));
+  const fnKey = (id: number) => {
+    const { functionName, url, lineNumber } = byId.get(id)!.callFrame;
+    if (!url) return functionName || '(anonymous)';
+    const at = url.indexOf('/dist/src/') >= 0 ? url.slice(url.indexOf('/dist/src/') + '/dist/'.length) : url.replace(/^.*\/node_modules\//, '');
+    return `${functionName || '(anonymous)'} ${at}:${lineNumber + 1}`;
+  };
+  let idleUs = 0;
+  let totalUs = 0;
+  const modules = new Map<string, number>();
+  const fns = new Map<string, number>();
+  for (const [id, us] of selfUs) {
+    totalUs += us;
+    const { functionName, url } = byId.get(id)!.callFrame;
+    if (functionName === '(idle)') {
+      idleUs += us;
+      continue;
+    }
+    const m = profileModule(url, functionName);
+    modules.set(m, (modules.get(m) ?? 0) + us);
+    fns.set(fnKey(id), (fns.get(fnKey(id)) ?? 0) + us);
+  }
+  // Inclusive time of nodelet's own functions: which of its code paths the busy time is spent under.
+  const inclusive = new Map<string, number>();
+  const walk = (id: number, onStack: Set<string>): number => {
+    const node = byId.get(id)!;
+    const key = fnKey(id);
+    const ours = node.callFrame.url.includes('/dist/src/') && !onStack.has(key);
+    if (ours) onStack.add(key);
+    let us = node.callFrame.functionName === '(idle)' ? 0 : (selfUs.get(id) ?? 0);
+    for (const c of node.children ?? []) us += walk(c, onStack);
+    if (ours) {
+      onStack.delete(key);
+      inclusive.set(key, (inclusive.get(key) ?? 0) + us);
+    }
+    return us;
+  };
+  const root = profile.nodes[0];
+  if (root) walk(root.id, new Set());
+  const busyUs = totalUs - idleUs;
+  const list = (m: Map<string, number>): TimeShare[] =>
+    [...m.entries()].sort((a, b) => b[1] - a[1]).slice(0, top)
+      .map(([name, us]) => ({ name, ms: round1(us / 1000), pct: round1((us / Math.max(busyUs, 1)) * 100) }));
+  return {
+    sampledMs: round1(totalUs / 1000),
+    busyMs: round1(busyUs / 1000),
+    samples: samples.length,
+    selfByModule: list(modules),
+    selfByFunction: list(fns),
+    nodeletInclusive: list(inclusive),
+  };
+}
+
+interface HeapProfileNode {
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  selfSize: number;
+  children: HeapProfileNode[];
+}
+
+/** Live bytes of a sampling heap profile by module and function where allocated, and under nodelet's functions. */
+function heapProfileSummary(head: HeapProfileNode, top = 15) {
+  const key = (n: HeapProfileNode) => {
+    const { functionName, url, lineNumber } = n.callFrame;
+    if (!url) return functionName || '(anonymous)';
+    const at = url.indexOf('/dist/src/') >= 0 ? url.slice(url.indexOf('/dist/src/') + '/dist/'.length) : url.replace(/^.*\/node_modules\//, '');
+    return `${functionName || '(anonymous)'} ${at}:${lineNumber + 1}`;
+  };
+  const modules = new Map<string, number>();
+  const fns = new Map<string, number>();
+  const inclusive = new Map<string, number>();
+  let total = 0;
+  const walk = (n: HeapProfileNode, onStack: Set<string>): number => {
+    const k = key(n);
+    total += n.selfSize;
+    if (n.selfSize > 0) {
+      const m = profileModule(n.callFrame.url, n.callFrame.functionName);
+      modules.set(m, (modules.get(m) ?? 0) + n.selfSize);
+      fns.set(k, (fns.get(k) ?? 0) + n.selfSize);
+    }
+    const ours = n.callFrame.url.includes('/dist/src/') && !onStack.has(k);
+    if (ours) onStack.add(k);
+    let bytes = n.selfSize;
+    for (const c of n.children) bytes += walk(c, onStack);
+    if (ours) {
+      onStack.delete(k);
+      inclusive.set(k, (inclusive.get(k) ?? 0) + bytes);
+    }
+    return bytes;
+  };
+  walk(head, new Set());
+  const list = (m: Map<string, number>) =>
+    [...m.entries()].sort((a, b) => b[1] - a[1]).slice(0, top)
+      .map(([name, bytes]) => ({ name, kB: Math.round(bytes / 1024), pct: round1((bytes / Math.max(total, 1)) * 100) }));
+  return { liveMB: round2(total / 1048576), byModule: list(modules), byFunction: list(fns), nodeletInclusive: list(inclusive) };
+}
+
+/** The agent's process.memoryUsage() in MB, through the inspector. */
+async function agentMemoryUsage(inspector: InspectorSession) {
+  const expression = `JSON.stringify({ ...process.memoryUsage(), ...Object.fromEntries(process.getBuiltinModule('v8').getHeapSpaceStatistics().map((s) => [s.space_name, s.space_size])) })`;
+  const r = await inspector.post<{ result: { value?: string } }>('Runtime.evaluate', { expression, returnByValue: true });
+  const m = JSON.parse(r.result.value ?? '{}') as Record<string, number>;
+  const mb = (k: string) => round1((m[k] ?? NaN) / 1048576);
+  return {
+    rssMB: mb('rss'), heapTotalMB: mb('heapTotal'), heapUsedMB: mb('heapUsed'), externalMB: mb('external'), arrayBuffersMB: mb('arrayBuffers'),
+    /** V8's young generation and old generation as reserved (committed) now. */
+    newSpaceMB: mb('new_space'), oldSpaceMB: mb('old_space'),
+  };
+}
+
+type JsMemory = Awaited<ReturnType<typeof agentMemoryUsage>>;
+
+/** Expected probe runs (kubelet's ticker) and, at -v 2 or more, the runs the agent logged as succeeded. */
+interface ProbeRuns {
+  expected: { readiness: number; liveness: number };
+  succeededLogged?: { readiness: number; liveness: number };
+}
+
+interface ProbeLoad {
+  pods: number;
+  readinessExecPeriodSeconds: number;
+  livenessHttpGetPeriodSeconds: number;
+  /** From the manifests' rename until the status socket showed every pod Running and Ready. */
+  allReadyAfterMs: number;
+  settleSeconds: number;
+  windowSeconds: number;
+  agent: {
+    avgCores: number;
+    cpuSeconds: number;
+    /** The CPU of the agent's children it reaped in the window (exec probes do not run there: containerd runs them). */
+    childrenAvgCores: number;
+    rssMB: { avg: number; max: number; atStart: number; atEnd: number; samples: number };
+    /** VmHWM over the window (reset at its start), or since the agent started when the reset was refused. */
+    peakRssInWindowMB: number;
+    peakRssWindowOnly: boolean;
+    /** VmHWM since the agent started, read just before the window (includes the pods' start-up). */
+    peakRssBeforeWindowMB: number;
+  };
+  runtime: {
+    /** The main containerd, with the children it reaped. */
+    containerdAvgCores?: number;
+    /** The probe pods' shims, with what they reaped: runc exec and the exec probes' commands. */
+    shimsAvgCores: number;
+    shims: number;
+  };
+  benchAvgCores: number;
+  /** Per progress interval (10 s): the agent's cores in that interval, its RSS at its end (anonymous and file-backed), and
+   * with an inspector its JS heap and native figures. */
+  intervals: { atSeconds: number; avgCores: number; rssMB: number; rssAnonMB: number; rssFileMB: number; js?: JsMemory }[];
+  probeRuns: ProbeRuns;
+  /** Agent warnings/errors in the window, and those of them about probes (failed or errored runs). */
+  agentWarnings: number;
+  probeWarnings: number;
+  restartsInWindow: number;
+  readyAtEnd: number;
+  targets: { avgCores: { max: number; pass: boolean }; rss: { maxMB: number; pass: boolean } };
+  profile?: { file: string; profilerOn: true } & ReturnType<typeof profileSummary>;
+  /** With an inspector: the agent's memory right after the window, and after a full GC then (what is garbage). */
+  afterWindow?: { beforeGc: JsMemory; afterGc: JsMemory; rssAfterGcMB: number };
+  heapProfile?: { file: string } & ReturnType<typeof heapProfileSummary>;
+}
+
+const round3 = (x: number) => Math.round(x * 1000) / 1000;
+
+/**
+ * Starts --probe-pods probed pods, waits until all are Running and Ready plus a settling time, then samples the agent's
+ * CPU and RSS every second over --probe-seconds without asking the agent anything; tears the pods down after (not timed).
+ */
+async function runProbeLoad(bench: Bench): Promise<ProbeLoad> {
+  const { opts, signal } = bench;
+  const agent = bench.agent!;
+  const pid = agent.pid!;
+  const n = opts.probePods;
+  await bench.waitAgentIdle();
+  bench.watchForOtherAgents();
+  const names = Array.from({ length: n }, (_, i) => `probe-${i + 1}`);
+  const wanted = new Set(names.map((name) => `${name}-${benchNode}`));
+  progress(`probe load: starting ${n} pods (exec readiness probe every ${probePeriods.readiness} s, httpGet liveness probe every ${probePeriods.liveness} s)...`);
+  for (const name of names) await writeFile(join(agent.manifestDir, `.${name}.json.tmp`), probeManifestText(name));
+  const t0 = now();
+  for (const name of names) renameSync(join(agent.manifestDir, `.${name}.json.tmp`), join(agent.manifestDir, `${name}.json`));
+
+  const ours = async () => (await fetchPods(agent.socket, 5_000)).filter((p) => wanted.has(p.metadata?.name ?? ''));
+  const restarts = (pods: V1Pod[]) => pods.reduce((sum, p) => sum + (p.status?.containerStatuses ?? []).reduce((s, c) => s + (c.restartCount ?? 0), 0), 0);
+  const readyCount = (pods: V1Pod[]) => pods.filter((p) => isRunning(p) && isReady(p)).length;
+  let pods: V1Pod[];
+  let lastReport = t0;
+  for (;;) {
+    if (!agent.running) throw new Error(`nodelet exited while the probe pods started:\n${agent.recentOutput()}`);
+    pods = await ours();
+    const ended = pods.find((p) => p.status?.phase === 'Failed' || p.status?.phase === 'Succeeded');
+    if (ended) throw new Error(`probe pod ${ended.metadata?.name} ended ${ended.status?.phase}: ${JSON.stringify(ended.status)}`);
+    const ready = readyCount(pods);
+    if (ready === n) break;
+    if (now() - t0 > probeReadyTimeoutMs) {
+      const pending = pods.find((p) => !(isRunning(p) && isReady(p)));
+      throw new Error(`${n - ready} of ${n} probe pods not Running and Ready after ${probeReadyTimeoutMs / 1000} s; e.g. ${pending?.metadata?.name ?? 'one not listed'}: ${JSON.stringify(pending?.status ?? 'not listed')}\n${agent.recentOutput()}`);
+    }
+    if (now() - lastReport >= 10_000) {
+      progress(`  ${ready}/${n} Running and Ready after ${fmtMs(now() - t0)}`);
+      lastReport = now();
+    }
+    await delay(500, undefined, { signal });
+  }
+  const allReadyAfterMs = now() - t0;
+  const restartsBefore = restarts(pods);
+  progress(`probe load: all ${n} pods Running and Ready after ${fmtMs(allReadyAfterMs)}; settling ${probeSettleMs / 1000} s...`);
+  await delay(probeSettleMs, undefined, { signal });
+
+  const sandboxes = await bench.main.listPodSandbox({ state: 'SANDBOX_READY', labelSelector: { [podNamespaceLabel]: benchNamespace } }, { signal, timeoutMs: 10_000 });
+  const runtimeProcs = runtimeProcesses(new Set(sandboxes.map((s) => s.id)));
+  if (runtimeProcs.shims.length !== n) bench.note(`found ${runtimeProcs.shims.length} shims for the ${n} probe pods; the shims' CPU covers those`);
+  if (!runtimeProcs.containerd) bench.note(`no main containerd pid in ${mainPidFile}: its CPU is not shown`);
+
+  let inspector: InspectorSession | undefined;
+  try {
+    if (opts.agentCpuProf || opts.agentHeapProf) {
+      if (!agent.inspectorUrl) throw new Error(`the agent printed no inspector URL:\n${agent.recentOutput()}`);
+      inspector = await InspectorSession.open(agent.inspectorUrl);
+    }
+    if (inspector && opts.agentHeapProf) {
+      await inspector.post('HeapProfiler.enable');
+      await inspector.post('HeapProfiler.startSampling');
+      progress(`probe load: sampling the agent's heap allocations over the window`);
+    }
+    if (inspector && opts.agentCpuProf) {
+      await inspector.post('Profiler.enable');
+      await inspector.post('Profiler.start');
+      progress(`probe load: profiling the agent's CPU over the window (the profiler's own cost is in the figures)`);
+    }
+    const peakRssBeforeWindowMB = memoryMB(pid, 'VmHWM');
+    const peakRssWindowOnly = resetPeakRss(pid);
+    if (!peakRssWindowOnly) bench.note(`could not reset the agent's VmHWM (/proc/${pid}/clear_refs): its peak in the window is its peak since start`);
+    const lineFrom = agent.lines.length;
+    const windowStartEpoch = Date.now();
+    const rssAtStart = memoryMB(pid, 'VmRSS');
+    const rss: number[] = [];
+    const intervals: ProbeLoad['intervals'] = [];
+    const containerdPids = runtimeProcs.containerd ? [runtimeProcs.containerd] : [];
+    const containerd0 = cpuOf(containerdPids);
+    const shims0 = cpuOf(runtimeProcs.shims);
+    const bench0 = process.cpuUsage();
+    const cpu0 = agent.cpuMs();
+    const w0 = now();
+    let last = { cpu: cpu0.self, t: w0 };
+    progress(`probe load: measuring for ${opts.probeSeconds} s (RSS ${rssAtStart.toFixed(1)} MB at the start)...`);
+    for (let k = 1; k <= opts.probeSeconds; k++) {
+      await delay(Math.max(0, w0 + k * 1000 - now()), undefined, { signal });
+      if (!agent.running) throw new Error(`nodelet exited during the probe-load window:\n${agent.recentOutput()}`);
+      rss.push(memoryMB(pid, 'VmRSS'));
+      if (k % 10 === 0 || k === opts.probeSeconds) {
+        const t = now();
+        const cpu = agent.cpuMs().self;
+        const sinceStart = (cpu - cpu0.self) / (t - w0);
+        const interval = (cpu - last.cpu) / (t - last.t);
+        const js = inspector ? await agentMemoryUsage(inspector) : undefined;
+        intervals.push({
+          atSeconds: round1((t - w0) / 1000), avgCores: round3(interval), rssMB: round1(rss.at(-1)!),
+          rssAnonMB: round1(memoryMB(pid, 'RssAnon')), rssFileMB: round1(memoryMB(pid, 'RssFile')), ...(js ? { js } : {}),
+        });
+        const jsText = js ? `; JS heap ${js.heapUsedMB}/${js.heapTotalMB} MB used/total (new space ${js.newSpaceMB}, old space ${js.oldSpaceMB}), external ${js.externalMB} MB` : '';
+        progress(`  ${k}/${opts.probeSeconds} s: agent ${sinceStart.toFixed(3)} cores so far (${interval.toFixed(3)} in the last ${((t - last.t) / 1000).toFixed(0)} s), RSS ${rss.at(-1)!.toFixed(1)} MB (anon ${intervals.at(-1)!.rssAnonMB}, file ${intervals.at(-1)!.rssFileMB})${jsText}`);
+        last = { cpu, t };
+      }
+    }
+    const cpu1 = agent.cpuMs();
+    const wallMs = now() - w0;
+    const windowEndEpoch = Date.now();
+    const benchCpu = process.cpuUsage(bench0);
+    const containerdMs = cpuBetween(containerd0, cpuOf(containerdPids));
+    const shimsMs = cpuBetween(shims0, cpuOf(runtimeProcs.shims));
+    const peakRssInWindowMB = memoryMB(pid, 'VmHWM');
+
+    let profile: ProbeLoad['profile'];
+    let afterWindow: ProbeLoad['afterWindow'];
+    let heapProfile: ProbeLoad['heapProfile'];
+    if (inspector && opts.agentCpuProf) {
+      const { profile: raw } = await inspector.post<{ profile: CpuProfile }>('Profiler.stop');
+      await writeFile(opts.agentCpuProf, JSON.stringify(raw));
+      profile = { file: resolve(opts.agentCpuProf), profilerOn: true, ...profileSummary(raw) };
+    }
+    if (inspector) {
+      const beforeGc = await agentMemoryUsage(inspector);
+      await inspector.post('HeapProfiler.collectGarbage');
+      await delay(1_000, undefined, { signal });
+      afterWindow = { beforeGc, afterGc: await agentMemoryUsage(inspector), rssAfterGcMB: round1(memoryMB(pid, 'VmRSS')) };
+      progress(`probe load: after the window ${JSON.stringify(afterWindow)}`);
+    }
+    if (inspector && opts.agentHeapProf) {
+      const { profile: raw } = await inspector.post<{ profile: { head: HeapProfileNode } }>('HeapProfiler.stopSampling');
+      await writeFile(opts.agentHeapProf, JSON.stringify(raw));
+      heapProfile = { file: resolve(opts.agentHeapProf), ...heapProfileSummary(raw.head) };
+    }
+    inspector?.close();
+    inspector = undefined;
+
+    // After the window (not measured): the pods' state, and what the agent logged in the window.
+    pods = await ours();
+    const lines = agent.lines.slice(lineFrom).filter((l) => l.time >= windowStartEpoch && l.time <= windowEndEpoch);
+    const warnings = lines.filter((l) => (l.level ?? 0) >= 40);
+    const probeWarnings = warnings.filter((l) => /probe/i.test(l.msg));
+    if (probeWarnings.length > 0) bench.note(`the agent logged ${probeWarnings.length} probe warnings in the window, e.g. "${probeWarnings[0]!.msg}"`);
+    else if (warnings.length > 0) bench.note(`the agent logged ${warnings.length} warnings/errors in the window, e.g. "${warnings[0]!.msg}"`);
+    const seconds = wallMs / 1000;
+    const probeRuns: ProbeRuns = {
+      // The window's end timer may fire a little before its whole seconds.
+      expected: { readiness: Math.floor(Math.round(seconds) / probePeriods.readiness) * n, liveness: Math.floor(Math.round(seconds) / probePeriods.liveness) * n },
+      ...(opts.agentV >= 2 ? {
+        succeededLogged: {
+          readiness: lines.filter((l) => l.msg === 'Readiness probe succeeded').length,
+          liveness: lines.filter((l) => l.msg === 'Liveness probe succeeded').length,
+        },
+      } : {}),
+    };
+    const avgCores = (cpu1.self - cpu0.self) / wallMs;
+    const peakForTarget = peakRssWindowOnly ? peakRssInWindowMB : Math.max(...rss);
+    const result: ProbeLoad = {
+      pods: n,
+      readinessExecPeriodSeconds: probePeriods.readiness,
+      livenessHttpGetPeriodSeconds: probePeriods.liveness,
+      allReadyAfterMs: round1(allReadyAfterMs),
+      settleSeconds: probeSettleMs / 1000,
+      windowSeconds: round1(seconds),
+      agent: {
+        avgCores: round3(avgCores),
+        cpuSeconds: round2((cpu1.self - cpu0.self) / 1000),
+        childrenAvgCores: round3((cpu1.children - cpu0.children) / wallMs),
+        rssMB: { avg: round1(rss.reduce((a, b) => a + b, 0) / rss.length), max: round1(Math.max(...rss)), atStart: round1(rssAtStart), atEnd: round1(rss.at(-1)!), samples: rss.length },
+        peakRssInWindowMB: round1(peakRssInWindowMB),
+        peakRssWindowOnly,
+        peakRssBeforeWindowMB: round1(peakRssBeforeWindowMB),
+      },
+      runtime: {
+        ...(runtimeProcs.containerd ? { containerdAvgCores: round3(containerdMs / wallMs) } : {}),
+        shimsAvgCores: round3(shimsMs / wallMs),
+        shims: runtimeProcs.shims.length,
+      },
+      benchAvgCores: round3((benchCpu.user + benchCpu.system) / 1000 / wallMs),
+      intervals,
+      probeRuns,
+      agentWarnings: warnings.length,
+      probeWarnings: probeWarnings.length,
+      restartsInWindow: restarts(pods) - restartsBefore,
+      readyAtEnd: readyCount(pods),
+      targets: {
+        avgCores: { max: targets.probeAvgCores, pass: avgCores < targets.probeAvgCores },
+        rss: { maxMB: targets.probeRssMB, pass: peakForTarget < targets.probeRssMB },
+      },
+      ...(profile ? { profile } : {}),
+      ...(afterWindow ? { afterWindow } : {}),
+      ...(heapProfile ? { heapProfile } : {}),
+    };
+    if (result.readyAtEnd !== n) bench.note(`only ${result.readyAtEnd} of ${n} probe pods were Running and Ready after the window`);
+    if (result.restartsInWindow > 0) bench.note(`${result.restartsInWindow} container restarts in the probe-load window (liveness failures?)`);
+    bench.stopWatching();
+    progress('probe load: tearing the pods down (not timed)...');
+    await bench.nodeletTeardown(signal);
+    return result;
+  } finally {
+    inspector?.close();
+  }
+}
+
+function probeTable(p: ProbeLoad): string {
+  const pf = (pass: boolean) => (pass ? 'PASS' : 'MISS');
+  const row = (cols: string[]) => cols.map((c, i) => c.padEnd([34, 14, 12, 4][i]!)).join('  ').trimEnd();
+  const a = p.agent;
+  const lines: string[] = [];
+  lines.push(`probe load: ${p.pods} running pods, each an exec readiness probe every ${p.readinessExecPeriodSeconds} s and an httpGet liveness probe every ${p.livenessHttpGetPeriodSeconds} s`);
+  lines.push(`  all Running and Ready ${fmtMs(p.allReadyAfterMs)} after the manifests appeared; ${p.settleSeconds} s settling; then a ${p.windowSeconds.toFixed(0)} s window`);
+  lines.push('');
+  lines.push(row(['', 'nodelet', 'target', '']));
+  lines.push(row(['agent CPU, average over the window', `${a.avgCores.toFixed(3)} cores`, `< ${p.targets.avgCores.max} core`, pf(p.targets.avgCores.pass)]));
+  const peakLabel = a.peakRssWindowOnly ? 'agent RSS, peak in the window' : 'agent RSS, peak (max sample)';
+  const peak = a.peakRssWindowOnly ? a.peakRssInWindowMB : a.rssMB.max;
+  lines.push(row([peakLabel, `${peak.toFixed(1)} MB`, `< ${p.targets.rss.maxMB} MB`, pf(p.targets.rss.pass)]));
+  lines.push('');
+  lines.push(`agent RSS sampled every second: average ${a.rssMB.avg.toFixed(1)} MB, max ${a.rssMB.max.toFixed(1)} MB (${a.rssMB.atStart.toFixed(1)} MB at the start, ${a.rssMB.atEnd.toFixed(1)} MB at the end); VmHWM since the agent started ${a.peakRssBeforeWindowMB.toFixed(1)} MB before the window`);
+  lines.push(`agent CPU: ${a.cpuSeconds.toFixed(2)} s in ${p.windowSeconds.toFixed(1)} s; its reaped children ${a.childrenAvgCores.toFixed(3)} cores`);
+  lines.push(`  per 10 s (cores): ${p.intervals.map((i) => i.avgCores.toFixed(3)).join(' ')}`);
+  lines.push(`agent RSS per 10 s, anonymous + file-backed (MB): ${p.intervals.map((i) => `${i.rssAnonMB.toFixed(0)}+${i.rssFileMB.toFixed(0)}`).join(' ')}`);
+  if (p.intervals.some((i) => i.js)) {
+    lines.push(`  JS heap used/total (MB): ${p.intervals.map((i) => (i.js ? `${i.js.heapUsedMB.toFixed(0)}/${i.js.heapTotalMB.toFixed(0)}` : '-')).join(' ')}`);
+    lines.push(`  of which new space + old space (MB): ${p.intervals.map((i) => (i.js ? `${i.js.newSpaceMB.toFixed(0)}+${i.js.oldSpaceMB.toFixed(0)}` : '-')).join(' ')}; external ${p.intervals.map((i) => i.js?.externalMB.toFixed(0) ?? '-').join(' ')}`);
+  }
+  if (p.afterWindow) {
+    const { beforeGc: b, afterGc: g } = p.afterWindow;
+    lines.push(`  after the window: JS heap ${b.heapUsedMB}/${b.heapTotalMB} MB used/total (new ${b.newSpaceMB}, old ${b.oldSpaceMB}) -> after a full GC ${g.heapUsedMB}/${g.heapTotalMB} MB (new ${g.newSpaceMB}, old ${g.oldSpaceMB}); external ${b.externalMB} -> ${g.externalMB} MB; RSS ${b.rssMB} -> ${p.afterWindow.rssAfterGcMB} MB`);
+  }
+  const rt = p.runtime;
+  lines.push(`runtime beside it (exec probes run there): containerd ${rt.containerdAvgCores?.toFixed(3) ?? '-'} cores, ${rt.shims} pod shims with runc exec and the probe commands ${rt.shimsAvgCores.toFixed(3)} cores; the bench ${p.benchAvgCores.toFixed(3)} cores`);
+  const r = p.probeRuns;
+  const logged = r.succeededLogged ? `; logged as succeeded (agent -v >= 2): ${r.succeededLogged.readiness} readiness, ${r.succeededLogged.liveness} liveness` : '';
+  lines.push(`probe runs in the window: expected ${r.expected.readiness} readiness + ${r.expected.liveness} liveness${logged}`);
+  lines.push(`probe warnings logged: ${p.probeWarnings} (all agent warnings ${p.agentWarnings}); container restarts: ${p.restartsInWindow}; Ready after the window: ${p.readyAtEnd}/${p.pods}`);
+  if (p.profile) {
+    const pr = p.profile;
+    const share = (xs: TimeShare[]) => xs.map((x) => `    ${x.pct.toFixed(1).padStart(5)}%  ${x.ms.toFixed(0).padStart(6)} ms  ${x.name}`);
+    lines.push('');
+    lines.push(`CPU profile of the agent over the window (profiler on): ${pr.file}; ${pr.busyMs.toFixed(0)} ms busy of ${pr.sampledMs.toFixed(0)} ms sampled (${pr.samples} samples)`);
+    lines.push('  self time by module:');
+    lines.push(...share(pr.selfByModule));
+    lines.push('  self time by function:');
+    lines.push(...share(pr.selfByFunction));
+    lines.push("  nodelet's functions by inclusive time:");
+    lines.push(...share(pr.nodeletInclusive));
+  }
+  if (p.heapProfile) {
+    const h = p.heapProfile;
+    const share = (xs: { name: string; kB: number; pct: number }[]) => xs.map((x) => `    ${x.pct.toFixed(1).padStart(5)}%  ${String(x.kB).padStart(7)} kB  ${x.name}`);
+    lines.push('');
+    lines.push(`sampling heap profile of the window (allocations still alive after the full GC): ${h.file}; ${h.liveMB} MB live`);
+    lines.push('  by module:');
+    lines.push(...share(h.byModule));
+    lines.push('  by function:');
+    lines.push(...share(h.byFunction));
+    lines.push("  under nodelet's functions (inclusive):");
+    lines.push(...share(h.nodeletInclusive));
+  }
+  return lines.join('\n') + '\n';
+}
+
 // ------------------------------------------------------------------------------------------------------------ the run
 
 interface Results {
@@ -786,26 +1453,43 @@ interface Results {
   pollCost: { single?: Awaited<ReturnType<Bench['pollCost']>>; parallel?: Awaited<ReturnType<Bench['pollCost']>> };
 }
 
-async function run(bench: Bench, opts: Options): Promise<Results> {
+interface RunResults {
+  machine: Results['machine'];
+  runtime: string;
+  startup?: Results;
+  probes?: ProbeLoad;
+}
+
+async function run(bench: Bench, opts: Options): Promise<RunResults> {
   await bench.prepare();
   await bench.takeTestsLock();
   await bench.waitForOtherAgents();
   // Leftovers of an earlier bench run that died hard (no other bench runs: this one holds the tests lock).
-  await bench.removeBenchPods(bench.main, bench.signal);
-  await bench.removeBenchPods(bench.floor, bench.signal);
+  for (const [, cri] of bench.containerds()) await bench.removeBenchPods(cri, bench.signal);
   await bench.removeStaleTempDirs();
   const foreign = await bench.foreignPods();
   if (foreign.main + foreign.floor > 0) bench.note(`other pods share the containerds at the start (main ${foreign.main}, floor ${foreign.floor}); figures may be disturbed`);
   await bench.startAgent();
   const agent = bench.agent!;
-  const startEpoch = Date.now();
   const idleStartMB = memoryMB(agent.pid!, 'VmRSS');
   progress(`agent idle; RSS ${idleStartMB.toFixed(1)} MB`);
-  const version = await bench.floor.version();
-
-  const res: Results = {
+  const version = await bench.main.version();
+  const out: RunResults = {
     machine: { cpus: cpus().length, kernel: release(), node: process.version },
     runtime: `${version.runtimeName} ${version.runtimeVersion}`,
+  };
+  if (opts.phases.has('startup')) out.startup = await runStartup(bench, opts, out, idleStartMB);
+  if (opts.phases.has('probes')) out.probes = await runProbeLoad(bench);
+  return out;
+}
+
+/** Floor vs nodelet start-up, 1 pod and --pods at once, interleaved; the agent's peak RSS through it. */
+async function runStartup(bench: Bench, opts: Options, common: RunResults, idleStartMB: number): Promise<Results> {
+  const agent = bench.agent!;
+  const startEpoch = Date.now();
+  const res: Results = {
+    machine: common.machine,
+    runtime: common.runtime,
     options: opts,
     floor: { single: [], parallel: [] },
     nodelet: { single: [], parallel: [] },
@@ -1057,8 +1741,7 @@ async function cleanup(bench: Bench): Promise<string[]> {
     await step('stopping the agent', () => agent.stop());
   }
   progress('cleanup: removing bench pods left in either containerd...');
-  await step('main containerd', () => bench.removeBenchPods(bench.main));
-  await step('floor containerd', () => bench.removeBenchPods(bench.floor));
+  for (const [name, cri] of bench.containerds()) await step(`${name} containerd`, () => bench.removeBenchPods(cri));
   if (bench.base) await step('temp dir', () => rm(bench.base, { recursive: true, force: true }));
   await step('releasing the tests lock', () => bench.releaseTestsLock());
   bench.main.close();
@@ -1092,7 +1775,7 @@ async function main(): Promise<number> {
   for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(sig, onSignal);
 
   const bench = new Bench(opts, abort.signal);
-  let res: Results | undefined;
+  let res: RunResults | undefined;
   let failure: unknown;
   let cleanupFailed = false;
   try {
@@ -1113,11 +1796,14 @@ async function main(): Promise<number> {
     progress(`FAILED: ${errorText(failure)}`);
     return 1;
   }
-  const f = figures(res);
-  const text = table(f, bench.notes);
+  const f = res.startup ? figures(res.startup) : undefined;
+  let text = f ? table(f, []) : `nodelet benchmark: ${res.runtime}, ${res.machine.cpus} CPUs, kernel ${res.machine.kernel}, Node ${res.machine.node}\n`;
+  if (res.probes) text += `\n${probeTable(res.probes)}`;
+  if (bench.notes.length > 0) text += `\n${bench.notes.map((n) => `NOTE: ${n}\n`).join('')}`;
   if (opts.json) {
     process.stderr.write(text);
-    process.stdout.write(JSON.stringify({ ...f, notes: bench.notes }, null, 2) + '\n');
+    const common = f ?? { machine: res.machine, runtime: res.runtime };
+    process.stdout.write(JSON.stringify({ ...common, ...(res.probes ? { probeLoad: res.probes } : {}), notes: bench.notes }, null, 2) + '\n');
   } else {
     process.stdout.write(text);
   }

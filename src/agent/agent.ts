@@ -52,6 +52,19 @@ export function statusSocketPath(rootDir: string): string {
 const podNetworkGcIntervalMs = 60_000;
 const workerErrorRetryMs = 2_000;
 
+/** The host's addresses for probe host checks, read at most every 30 s (every probe run asks). */
+function cachedHostIPs(nodeIP: string): () => string[] {
+  let addresses: string[] = [];
+  let readAt = -Infinity;
+  return () => {
+    if (Date.now() - readAt > 30_000) {
+      addresses = [nodeIP, ...hostAddresses()];
+      readAt = Date.now();
+    }
+    return addresses;
+  };
+}
+
 export class Agent {
   constructor(
     private readonly config: AgentConfig,
@@ -107,7 +120,7 @@ export class Agent {
       resyncIntervalMs: config.syncFrequencyMs,
       errorRetryMs: workerErrorRetryMs,
       log,
-      prober: new ProbeManager({ runtime, hostIP: () => nodeIP, hostIPs: () => [nodeIP, ...hostAddresses()], log }),
+      prober: new ProbeManager({ runtime, hostIP: () => nodeIP, hostIPs: cachedHostIPs(nodeIP), log }),
     });
 
     let lastNetworkGc = 0;
