@@ -1,21 +1,33 @@
 #!/usr/bin/env bash
 # The whole test suite: build, bring up the project's containerd (installing what is missing), run every Jest test
 # (unit and integration, one at a time since integration tests share the runtime), and print one summary line.
+# A containerd this run started is stopped again at the end; one that was already running is left as it was.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" != 0 ]; then echo "test: integration tests need root (containerd, runc, CNI)" >&2; exit 1; fi
 npm run --silent build
-bash scripts/runtime.sh up
 # One test run at a time per machine: integration tests share the containerd and the CNI shim socket.
 mkdir -p /run/nodelet
 exec 9>/run/nodelet/tests.lock
 flock 9
+pidfile=/run/nodelet/containerd.pid
+started_runtime=1
+if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then started_runtime=0; fi
 results=$(mktemp /tmp/nodelet-jest-XXXXXX.json)
-trap 'rm -f "$results"' EXIT
+cleanup() {
+  rm -f "$results"
+  if [ "$started_runtime" = 1 ]; then bash scripts/runtime.sh down || true; fi
+}
+trap cleanup EXIT
+bash scripts/runtime.sh up
 status=0
 node --experimental-vm-modules node_modules/jest/bin/jest.js --runInBand --json --outputFile="$results" "$@" || status=$?
-node -e '
+summary=$(node -e '
   const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
   console.log(`${r.numPassedTests} passed, ${r.numFailedTests} failed` + (r.numPendingTests ? `, ${r.numPendingTests} skipped` : ""));
-' "$results" || true
+' "$results" || true)
+cleanup
+trap - EXIT
+# The summary is the last line, as CI reads it.
+echo "$summary"
 exit "$status"
