@@ -29,9 +29,12 @@ export function isInBackoffSince(policy: BackoffPolicy, entry: BackoffEntry | un
   return now - eventTime < entry.durationMs;
 }
 
-/** The entry after one more attempt at `now`: reset when stale, else doubled up to the cap. */
-export function nextBackoff(policy: BackoffPolicy, entry: BackoffEntry | undefined, now: number): BackoffEntry {
-  if (!entry || expired(policy, entry, now)) return { durationMs: policy.initialMs, lastUpdate: now };
+/**
+ * The entry after one more attempt at `now`: reset when stale at `eventTime` (for a restart, when the
+ * container finished: one that ran for twice the cap starts over), else doubled up to the cap.
+ */
+export function nextBackoff(policy: BackoffPolicy, entry: BackoffEntry | undefined, now: number, eventTime = now): BackoffEntry {
+  if (!entry || expired(policy, entry, eventTime)) return { durationMs: policy.initialMs, lastUpdate: now };
   return { durationMs: Math.min(entry.durationMs * 2, policy.maxMs), lastUpdate: now };
 }
 
@@ -56,8 +59,8 @@ export class Backoff {
     return now - entry.lastUpdate < entry.durationMs;
   }
 
-  next(key: string, now: number): BackoffEntry {
-    const entry = nextBackoff(this.policy, this.entries.get(key), now);
+  next(key: string, now: number, eventTime = now): BackoffEntry {
+    const entry = nextBackoff(this.policy, this.entries.get(key), now, eventTime);
     this.entries.set(key, entry);
     return entry;
   }

@@ -85,20 +85,28 @@ function restartReason(latest: ContainerObservation | undefined): string {
  * Plans one container's (re)start: undefined when it must not start, a back-off entry when it
  * would but crash-loop back-off holds it, else the start itself.
  */
+/** The newest instance of a container that exited: kubelet measures crash-loop back-off from its finish. */
+export function lastExited(state: PodRuntimeState, name: string): ContainerObservation | undefined {
+  return state.containers.find((c) => c.name === name && c.state === 'exited' && c.finishedAt !== undefined);
+}
+
 function planStart(
   container: V1Container,
   specIndex: number,
   latest: ContainerObservation | undefined,
   ctx: ComputeContext,
+  state: PodRuntimeState,
+  reason = restartReason(latest),
 ): ContainerToStart | ContainerInBackoff {
   const restartCount = latest ? latest.restartCount + 1 : 0;
-  if (latest?.state === 'exited' && latest.finishedAt !== undefined) {
+  const exited = lastExited(state, container.name);
+  if (exited) {
     const entry = ctx.crashBackoff(container.name);
-    if (entry && isInBackoffSince(ctx.backoffPolicy, entry, latest.finishedAt, ctx.now)) {
-      return { name: container.name, retryAt: latest.finishedAt + entry.durationMs, durationMs: entry.durationMs };
+    if (entry && isInBackoffSince(ctx.backoffPolicy, entry, exited.finishedAt!, ctx.now)) {
+      return { name: container.name, retryAt: exited.finishedAt! + entry.durationMs, durationMs: entry.durationMs };
     }
   }
-  return { name: container.name, specIndex, restartCount, reason: restartReason(latest) };
+  return { name: container.name, specIndex, restartCount, reason };
 }
 
 /** Whether a pod whose regular containers need nothing more got through initialization (kubelet's check before a new sandbox). */
@@ -129,7 +137,7 @@ export function computePodActions(pod: V1Pod, state: PodRuntimeState, ctx: Compu
     isStart(plan) ? actions.containersToStart.push(plan) : actions.containersInBackoff.push(plan);
   const inits = pod.spec?.initContainers ?? [];
   const addInitPlan = (i: number) => {
-    const plan = planStart(inits[i]!, i, latestContainer(state, inits[i]!.name), ctx);
+    const plan = planStart(inits[i]!, i, latestContainer(state, inits[i]!.name), ctx, state);
     if (isStart(plan)) actions.initContainersToStart.push(plan);
     else actions.containersInBackoff.push(plan);
   };
@@ -142,7 +150,7 @@ export function computePodActions(pod: V1Pod, state: PodRuntimeState, ctx: Compu
     const toStart = containers.flatMap((c, i) => {
       const latest = latestContainer(state, c.name);
       if (restartPolicy === 'OnFailure' && latest?.state === 'exited' && latest.exitCode === 0) return [];
-      return [planStart(c, i, latest, ctx)];
+      return [planStart(c, i, latest, ctx, state)];
     });
     if (toStart.length === 0 && initializationDone(pod, state)) return actions;
     actions.createSandbox = true;
@@ -190,17 +198,17 @@ export function computePodActions(pod: V1Pod, state: PodRuntimeState, ctx: Compu
       actions.containersToKill.push({ id: latest.id, name: c.name, reason: 'Container is in unknown state, try killing it before removal' });
     }
     if (!latest || latest.state !== 'running') {
-      if (shouldContainerBeRestarted(latest, restartPolicy)) addPlan(planStart(c, i, latest, ctx));
+      if (shouldContainerBeRestarted(latest, restartPolicy)) addPlan(planStart(c, i, latest, ctx, state));
       return;
     }
     if (latest.sandboxId !== sandbox.id) {
       actions.containersToKill.push({ id: latest.id, name: c.name, reason: 'Container runs in a sandbox that is not the pod\'s current one' });
-      addPlan(planStart(c, i, latest, ctx));
+      addPlan(planStart(c, i, latest, ctx, state));
       return;
     }
     if (latest.hash !== containerHash(c)) {
       actions.containersToKill.push({ id: latest.id, name: c.name, reason: `Container ${c.name} definition changed` });
-      addPlan({ name: c.name, specIndex: i, restartCount: latest.restartCount + 1, reason: 'container definition changed' });
+      addPlan(planStart(c, i, latest, ctx, state, 'container definition changed'));
       return;
     }
     const failedProbe = ctx.liveness?.(latest.id) === 'failure' ? 'liveness' : ctx.startup?.(latest.id) === 'failure' ? 'startup' : undefined;
@@ -214,7 +222,8 @@ export function computePodActions(pod: V1Pod, state: PodRuntimeState, ctx: Compu
         reason: `Container ${c.name} failed ${failedProbe} probe${restart ? ', will be restarted' : ''}`,
         ...(grace !== undefined ? { gracePeriodSeconds: grace } : {}),
       });
-      if (restart) addPlan({ name: c.name, specIndex: i, restartCount: latest.restartCount + 1, reason: `container failed ${failedProbe} probe` });
+      // Like any start, the restart waits out crash-loop back-off measured from an earlier exit.
+      if (restart) addPlan(planStart(c, i, latest, ctx, state, `container failed ${failedProbe} probe`));
       return;
     }
     keepCount++;

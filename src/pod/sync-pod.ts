@@ -6,7 +6,7 @@ import type { PodSandboxConfig, RuntimeService } from '../cri/types.js';
 import { isNotFound } from '../cri/errors.js';
 import type { Logger } from '../log.js';
 import type { Backoff } from './backoff.js';
-import type { ContainerToStart, PodActions } from './compute-actions.js';
+import { lastExited, type ContainerToStart, type PodActions } from './compute-actions.js';
 import { containerEnv } from './env.js';
 import { isRestartableInitContainer } from './init-containers.js';
 import type { EnsuredImage, ImageManager } from './images.js';
@@ -142,7 +142,9 @@ async function startContainer(
   signal?: AbortSignal,
 ): Promise<StepResult> {
   const clog = log.child({ container: spec.name });
-  if (latestContainer(state, spec.name)?.state === 'exited') deps.crashBackoff.next(crashBackoffKey(pod, spec.name), deps.now());
+  // As kubelet: every start after an exit advances the container's back-off, reset if it ran long enough.
+  const exited = lastExited(state, spec.name);
+  if (exited) deps.crashBackoff.next(crashBackoffKey(pod, spec.name), deps.now(), exited.finishedAt);
   let image: EnsuredImage;
   try {
     image = await deps.images.ensureImage(pod, spec, sandboxConfig, clog, signal);

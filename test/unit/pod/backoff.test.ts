@@ -36,4 +36,13 @@ describe('Backoff', () => {
     b.forgetPrefix('uid/');
     expect(b.get('uid/img')).toBeUndefined();
   });
+
+  test('staleness of a restart is judged at the container\'s finish, the update stamped now', () => {
+    const b = new Backoff();
+    b.next('k', 0);
+    b.next('k', 1_000);
+    expect(b.get('k')!.durationMs).toBe(20_000);
+    // Finished 11 min after the last restart: stale even though the restart comes 5 s later.
+    expect(b.next('k', 661_000 + 5_000, 661_000)).toEqual({ durationMs: 10_000, lastUpdate: 666_000 });
+  });
 });

@@ -481,6 +481,19 @@ const cases: Case[] = [
       initContainersToStart: [{ name: 'proxy', specIndex: 0, restartCount: 1, reason: 'container is in running state' }],
     },
   },
+  {
+    name: 'liveness failure while an earlier exit is still in back-off: killed now, restarted after the back-off',
+    mutate: (p, s) => {
+      s.containers.push(exited(p, 'app', 137, { id: 'app-0', restartCount: 0, finishedAt: now - 3_000 }));
+      s.containers[0] = running(p, 'app', { restartCount: 1 });
+    },
+    liveness: { 'app-1': 'failure' },
+    backoff: { app: { durationMs: 10_000, lastUpdate: now - 3_000 } },
+    expected: {
+      containersToKill: [{ id: 'app-1', name: 'app', reason: 'Container app failed liveness probe, will be restarted' }],
+      containersInBackoff: [{ name: 'app', retryAt: now + 7_000, durationMs: 10_000 }],
+    },
+  },
 ];
 
 describe('computePodActions', () => {
