@@ -1,23 +1,13 @@
 // The container's environment as kubelet makes it, read from the container's own log.
-import { readFile, rm } from 'node:fs/promises';
-import { CriClient } from '../../../src/cri/client.js';
-import { AgentProcess, busybox, criEndpoint, removeRuntimePods, runtimeObjects, staticName, testNode, waitFor } from '../helpers/agent.js';
+import { readFile } from 'node:fs/promises';
+import { busybox, staticName, testNode, testAgent } from '../helpers/agent.js';
 
-const cri = new CriClient(criEndpoint);
-const agent = await AgentProcess.create();
-const uids = new Set<string>();
+const { agent, uids } = await testAgent();
 
 beforeAll(async () => {
   await agent.start();
 });
 
-afterAll(async () => {
-  try {
-    await agent.shutdown(cri, uids);
-  } finally {
-    cri.close();
-  }
-});
 
 
 test('env values, $(VAR) expansion with $$ escapes, and fieldRef values reach the process', async () => {

@@ -1,25 +1,15 @@
 // Init containers run one at a time, in order, each to success, before the app containers; sidecars keep running.
-import { readFile, rm } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import type { V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
-import { CriClient } from '../../../src/cri/client.js';
 import { podUidLabel } from '../../../src/pod/labels.js';
-import { AgentProcess, busybox, containerPid, criEndpoint, removeRuntimePods, runtimeObjects, staticName, waitFor } from '../helpers/agent.js';
+import { busybox, containerPid, staticName, testAgent } from '../helpers/agent.js';
 
-const cri = new CriClient(criEndpoint);
-const agent = await AgentProcess.create();
-const uids = new Set<string>();
+const { agent, cri, uids } = await testAgent();
 
 beforeAll(async () => {
   await agent.start();
 });
 
-afterAll(async () => {
-  try {
-    await agent.shutdown(cri, uids);
-  } finally {
-    cri.close();
-  }
-});
 
 
 async function waitPod(name: string, what: string, ok: (p: V1Pod) => boolean, timeoutMs = 60_000): Promise<V1Pod> {

@@ -3,12 +3,9 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
-import { CriClient } from '../../../src/cri/client.js';
-import { AgentProcess, busybox, criEndpoint, isRunning, removeRuntimePods, runtimeObjects, staticName, waitFor } from '../helpers/agent.js';
+import { busybox, isRunning, runtimeObjects, staticName, waitFor, testAgent } from '../helpers/agent.js';
 
-const cri = new CriClient(criEndpoint);
-const agent = await AgentProcess.create();
-const uids = new Set<string>();
+const { agent, cri, uids } = await testAgent(() => rm(hostDir, { recursive: true, force: true }));
 let hostDir: string;
 
 beforeAll(async () => {
@@ -16,14 +13,6 @@ beforeAll(async () => {
   await agent.start();
 });
 
-afterAll(async () => {
-  try {
-    await agent.shutdown(cri, uids);
-  } finally {
-    await rm(hostDir, { recursive: true, force: true });
-    cri.close();
-  }
-});
 
 
 async function waitPod(name: string, what: string, ok: (p: V1Pod) => boolean, timeoutMs = 60_000): Promise<V1Pod> {

@@ -1,20 +1,8 @@
 // Probes run by the real agent against real containers: liveness restarts, readiness flips, startup gating, tcp, no pile-up.
 import type { V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
-import { CriClient } from '../../../src/cri/client.js';
-import {
-  AgentProcess,
-  busybox,
-  criEndpoint,
-  removeRuntimePods,
-  runtimeObjects,
-  sleep,
-  staticName,
-  waitFor,
-} from '../helpers/agent.js';
+import { busybox, sleep, staticName, waitFor, testAgent } from '../helpers/agent.js';
 
-const cri = new CriClient(criEndpoint);
-const agent = await AgentProcess.create();
-const seenUids = new Set<string>();
+const { agent, cri, uids: seenUids } = await testAgent();
 
 const manifest = (name: string, containers: string) => `apiVersion: v1
 kind: Pod
@@ -68,13 +56,6 @@ beforeAll(async () => {
   for (const [file, text] of Object.entries(manifests)) await agent.writeManifest(file, text);
 });
 
-afterAll(async () => {
-  try {
-    await agent.shutdown(cri, seenUids);
-  } finally {
-    cri.close();
-  }
-});
 
 
 function remember(p: V1Pod): V1Pod {

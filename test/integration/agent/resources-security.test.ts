@@ -2,13 +2,10 @@
 import { existsSync } from 'node:fs';
 import { readFile, readlink, readdir, rm } from 'node:fs/promises';
 import type { V1Pod } from '@kubernetes/client-node';
-import { CriClient } from '../../../src/cri/client.js';
 import { qosCgroups } from '../../../src/host/cgroups.js';
-import { AgentProcess, busybox, containerPid, criEndpoint, removeRuntimePods, runtimeObjects, staticName, waitFor, waitForRuntimeGone } from '../helpers/agent.js';
+import { busybox, containerPid, runtimeObjects, staticName, waitFor, waitForRuntimeGone, testAgent } from '../helpers/agent.js';
 
-const cri = new CriClient(criEndpoint);
-const agent = await AgentProcess.create();
-const seenUids = new Set<string>();
+const { agent, cri, uids: seenUids } = await testAgent();
 const cgroupRoot = '/sys/fs/cgroup';
 const mi = 1024 * 1024;
 
@@ -98,13 +95,6 @@ beforeAll(async () => {
   for (const [name, text] of Object.entries(manifests)) await agent.writeManifest(`${name}.yaml`, text);
 });
 
-afterAll(async () => {
-  try {
-    await agent.shutdown(cri, seenUids);
-  } finally {
-    cri.close();
-  }
-});
 
 
 describe('resources', () => {

@@ -2,7 +2,7 @@
 import { execa } from 'execa';
 import { readFile } from 'node:fs/promises';
 import { CriClient } from '../../../src/cri/client.js';
-import { AgentProcess, busybox, criEndpoint, isRunning, removeRuntimePods, repoRoot, runtimeObjects, sleep, waitFor } from '../helpers/agent.js';
+import { AgentProcess, busybox, criEndpoint, isRunning, repoRoot, sleep, waitFor } from '../helpers/agent.js';
 
 const cri = new CriClient(criEndpoint);
 const agent = await AgentProcess.create();

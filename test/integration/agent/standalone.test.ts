@@ -3,19 +3,15 @@ import { existsSync } from 'node:fs';
 import { execa } from 'execa';
 import { readFile } from 'node:fs/promises';
 import type { V1Pod } from '@kubernetes/client-node';
-import { CriClient } from '../../../src/cri/client.js';
 import { podUidLabel } from '../../../src/pod/labels.js';
 import {
-  AgentProcess,
   bridgePorts,
   busybox,
   containerPid,
-  criEndpoint,
   httpGet,
   ipReservations,
   isRunning,
   podSubnetPrefix,
-  removeRuntimePods,
   repoRoot,
   runtimeObjects,
   sandboxNetns,
@@ -23,6 +19,7 @@ import {
   staticName,
   waitFor,
   waitForRuntimeGone,
+  testAgent,
 } from '../helpers/agent.js';
 
 
@@ -44,9 +41,7 @@ spec:
     - containerPort: 8080
 `;
 
-const cri = new CriClient(criEndpoint);
-const agent = await AgentProcess.create();
-const seenUids = new Set<string>();
+const { agent, cri, uids: seenUids } = await testAgent();
 
 function remember(p: V1Pod): V1Pod {
   seenUids.add(p.metadata!.uid!);
@@ -61,13 +56,6 @@ beforeAll(async () => {
   await agent.start();
 });
 
-afterAll(async () => {
-  try {
-    await agent.shutdown(cri, seenUids);
-  } finally {
-    cri.close();
-  }
-});
 
 
 describe('standalone static pods', () => {

@@ -5,14 +5,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import type { V1Pod } from '@kubernetes/client-node';
-import { CriClient } from '../../../src/cri/client.js';
 import { mountsUnder, readMountInfo } from '../../../src/volume/mounter.js';
-import { AgentProcess, busybox, criEndpoint, isRunning, removeRuntimePods, runtimeObjects, sleep, waitFor, waitForRuntimeGone } from '../helpers/agent.js';
+import { busybox, isRunning, runtimeObjects, sleep, waitFor, waitForRuntimeGone, testAgent } from '../helpers/agent.js';
 
-const cri = new CriClient(criEndpoint);
-const agent = await AgentProcess.create();
+const { agent, cri, uids: seenUids } = await testAgent(() => rm(hostDir, { recursive: true, force: true }));
 const hostDir = await mkdtemp(join(tmpdir(), 'nodelet-it-hostpath-'));
-const seenUids = new Set<string>();
 /** Everything the test created lives under this directory: manifests, root dir, pod logs. */
 
 const infoUid = '5f0c6d8e-1a2b-4c3d-9e8f-0123456789ab';
@@ -93,14 +90,6 @@ beforeAll(async () => {
   await agent.start();
 });
 
-afterAll(async () => {
-  try {
-    await agent.shutdown(cri, seenUids);
-  } finally {
-    await rm(hostDir, { recursive: true, force: true });
-    cri.close();
-  }
-});
 
 
 describe('pod volumes', () => {

@@ -165,6 +165,26 @@ export class AgentProcess {
   }
 }
 
+/**
+ * A test file's agent and CRI client, with the file's clean-up registered: after its tests every pod they
+ * made is removed (by the agent, else straight through CRI), then `afterShutdown` runs. Tests add the UIDs of
+ * the pods they see to `uids`; starting the agent is the file's own beforeAll.
+ */
+export async function testAgent(afterShutdown?: () => Promise<unknown>): Promise<{ agent: AgentProcess; cri: CriClient; uids: Set<string> }> {
+  const cri = new CriClient(criEndpoint);
+  const agent = await AgentProcess.create();
+  const uids = new Set<string>();
+  afterAll(async () => {
+    try {
+      await agent.shutdown(cri, uids);
+    } finally {
+      await afterShutdown?.();
+      cri.close();
+    }
+  });
+  return { agent, cri, uids };
+}
+
 export const isRunning = (p: V1Pod) =>
   p.status?.phase === 'Running' && (p.status.containerStatuses ?? []).every((c) => c.state?.running) && !!p.status.podIP;
 
