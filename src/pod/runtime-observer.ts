@@ -110,10 +110,11 @@ export class RuntimeObserver {
     const ready = s.state === 'SANDBOX_READY';
     let ips = this.ipSource.podIPs(s.id) ?? this.sandboxIPs.get(s.id);
     if (!ips && ready) {
-      // Not set up by this agent's CNI (e.g. host network): ask the runtime once.
+      // Not set up by this agent's CNI (e.g. host network): ask the runtime once; a sandbox's IPs never change,
+      // so the answer is kept even when empty (a host-network pod would otherwise cost a call every sync).
       ips = (await this.runtime.podSandboxStatus(s.id, false, { signal })).ips;
     }
-    if (ips && ips.length > 0) this.sandboxIPs.set(s.id, ips);
+    if (ips) this.sandboxIPs.set(s.id, ips);
     return { id: s.id, attempt: s.metadata.attempt, ready, createdAt: s.createdAt, ips: ips ?? [] };
   }
 

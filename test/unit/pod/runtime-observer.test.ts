@@ -1,0 +1,40 @@
+// The runtime observer asks CRI only for what it cannot know or has not cached.
+import type { Container, ContainerStatus, PodSandbox, PodSandboxStatus, RuntimeService } from '../../../src/cri/types.js';
+import { podUidLabel } from '../../../src/pod/labels.js';
+import { RuntimeObserver } from '../../../src/pod/runtime-observer.js';
+
+const sandbox = (id: string): PodSandbox => ({
+  id,
+  metadata: { name: 'p', namespace: 'default', uid: 'u1', attempt: 0 },
+  state: 'SANDBOX_READY',
+  createdAt: 1,
+  labels: { [podUidLabel]: 'u1' },
+  annotations: {},
+  runtimeHandler: '',
+});
+
+function fakeRuntime(sandboxes: PodSandbox[], statusIPs: Record<string, string[]>) {
+  const calls: string[] = [];
+  const runtime = {
+    listPodSandbox: async () => sandboxes,
+    listContainers: async (): Promise<Container[]> => [],
+    containerStatus: async (): Promise<ContainerStatus> => {
+      throw new Error('no containers');
+    },
+    podSandboxStatus: async (id: string): Promise<PodSandboxStatus> => {
+      calls.push(id);
+      return { ...sandboxes.find((s) => s.id === id)!, ips: statusIPs[id] ?? [], info: {} };
+    },
+  } as unknown as RuntimeService;
+  return { runtime, calls };
+}
+
+test('IPs come from the agent\'s pod network first; otherwise the runtime is asked once per sandbox, even for none', async () => {
+  const { runtime, calls } = fakeRuntime([sandbox('cni'), sandbox('host'), sandbox('other')], { other: ['10.99.0.9'] });
+  const observer = new RuntimeObserver(runtime, { podIPs: (id) => (id === 'cni' ? ['10.99.0.5'] : undefined) });
+  for (let i = 0; i < 3; i++) {
+    const state = await observer.observePod('u1');
+    expect(Object.fromEntries(state.sandboxes.map((s) => [s.id, s.ips]))).toEqual({ cni: ['10.99.0.5'], host: [], other: ['10.99.0.9'] });
+  }
+  expect(calls.sort()).toEqual(['host', 'other']);
+});
