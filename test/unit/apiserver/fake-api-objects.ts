@@ -1,0 +1,48 @@
+// A fake ApiObjectSource: configmaps and secrets in maps, tokens counted, registrations recorded.
+import type { V1ConfigMap, V1Pod, V1Secret } from '@kubernetes/client-node';
+import { ObjectNotFoundError, type ApiObjectSource, type ServiceAccountToken, type TokenProjectionRequest } from '../../../src/apiserver/object-source.js';
+
+export class FakeApiObjects implements ApiObjectSource {
+  readonly configMaps = new Map<string, V1ConfigMap>();
+  readonly secrets = new Map<string, V1Secret>();
+  readonly tokenRequests: { pod: string; request: TokenProjectionRequest }[] = [];
+  readonly registered = new Set<string>();
+  token = 'header.payload.signature';
+
+  configMap(namespace: string, name: string, data: Record<string, string>, binaryData?: Record<string, string>): this {
+    this.configMaps.set(`${namespace}/${name}`, { metadata: { name, namespace }, data, ...(binaryData ? { binaryData } : {}) });
+    return this;
+  }
+
+  /** `data` in plain text; stored base64 as the API returns it. */
+  secret(namespace: string, name: string, data: Record<string, string>): this {
+    const encoded = Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString('base64')]));
+    this.secrets.set(`${namespace}/${name}`, { metadata: { name, namespace }, data: encoded });
+    return this;
+  }
+
+  registerPod(pod: V1Pod): void {
+    this.registered.add(pod.metadata!.uid!);
+  }
+
+  unregisterPod(uid: string): void {
+    this.registered.delete(uid);
+  }
+
+  async getConfigMap(namespace: string, name: string): Promise<V1ConfigMap> {
+    const cm = this.configMaps.get(`${namespace}/${name}`);
+    if (!cm) throw new ObjectNotFoundError('configmap', namespace, name);
+    return cm;
+  }
+
+  async getSecret(namespace: string, name: string): Promise<V1Secret> {
+    const s = this.secrets.get(`${namespace}/${name}`);
+    if (!s) throw new ObjectNotFoundError('secret', namespace, name);
+    return s;
+  }
+
+  async serviceAccountToken(pod: V1Pod, request: TokenProjectionRequest): Promise<ServiceAccountToken> {
+    this.tokenRequests.push({ pod: pod.metadata!.uid!, request });
+    return { token: this.token, expirationTimestamp: new Date(Date.now() + request.expirationSeconds * 1000) };
+  }
+}

@@ -1,0 +1,348 @@
+// The Node as kubelet's status setters build it: capacity/allocatable arithmetic, nodeInfo, conditions and their transitions, patches.
+import type { V1Node, V1NodeStatus } from '@kubernetes/client-node';
+import { defaultKubeletConfiguration } from '../../../src/agent/kubelet-config.js';
+import {
+  aggregateMessage,
+  formatTime,
+  initialNode,
+  isNodeReady,
+  nodeAllocatable,
+  nodeCapacity,
+  nodeConditionEvents,
+  nodeConditions,
+  nodeImages,
+  nodeletKubeletVersion,
+  nodeStatusHasChanged,
+  nodeStatusPatch,
+  reconcileOwnedLabels,
+  RuntimeState,
+  setNodeStatus,
+  formatResourceList,
+  type NodeReservation,
+  type NodeStatusInputs,
+} from '../../../src/apiserver/node-status.js';
+import type { MachineInfo } from '../../../src/host/machine-info.js';
+import { parseQuantity } from '../../../src/podsource/quantity.js';
+
+const GiB = 1024n ** 3n;
+const machine: MachineInfo = {
+  machineID: '3d1219c7c4c5404aaa1f6d2a48adfda4',
+  systemUUID: '',
+  bootID: 'bd9e3de8-b529-43b2-9652-69416df45e0f',
+  kernelVersion: '6.1.0-13-amd64',
+  osImage: 'Debian GNU/Linux 12 (bookworm)',
+  architecture: 'amd64',
+  numCores: 2,
+  memoryCapacityBytes: 24684096n * 1024n,
+  hugePages: [
+    { pageSizeKiB: 2048, numPages: 0 },
+    { pageSizeKiB: 1048576, numPages: 0 },
+  ],
+  rootFsCapacityBytes: 100n * GiB,
+};
+const defaults = defaultKubeletConfiguration();
+const defaultReservation: NodeReservation = { systemReserved: {}, kubeReserved: {}, evictionHard: defaults.evictionHard };
+
+const ready = {
+  conditions: [
+    { type: 'RuntimeReady', status: true, reason: '', message: '' },
+    { type: 'NetworkReady', status: true, reason: '', message: '' },
+  ],
+};
+
+function inputs(over: Partial<NodeStatusInputs> = {}): NodeStatusInputs {
+  return {
+    nodeName: 'n1',
+    hostname: 'n1',
+    nodeIP: '192.0.2.10',
+    machine,
+    kubeletVersion: 'v1.32.0+nodelet.0.1.0',
+    kubeletPort: 10250,
+    maxPods: 110,
+    reservation: defaultReservation,
+    runtime: { name: 'containerd', version: '1.6.20~ds1' },
+    readyErrors: [],
+    images: undefined,
+    maxImages: 50,
+    ...over,
+  };
+}
+
+const t0 = new Date('2025-01-01T00:00:00.123Z');
+const t1 = new Date('2025-01-01T00:00:10.456Z');
+const t2 = new Date('2025-01-01T00:00:20Z');
+const condition = (node: V1Node, type: string) => nodeConditions(node).find((c) => c.type === type)!;
+
+test('kubeletVersion: the Kubernetes version followed, nodelet as build metadata', () => {
+  expect(nodeletKubeletVersion('0.1.0')).toBe('v1.32.0+nodelet.0.1.0');
+  expect(nodeletKubeletVersion('1.0.0-rc.1')).toBe('v1.32.0+nodelet.1.0.0-rc.1');
+});
+
+describe('capacity and allocatable', () => {
+  test('capacity as kubelet reports it: cores, memory and disk in bytes (printed in Ki), pods, hugepages pools', () => {
+    expect(formatResourceList(nodeCapacity(machine, 110))).toEqual({
+      cpu: '2',
+      memory: '24684096Ki',
+      'ephemeral-storage': '100Gi',
+      pods: '110',
+      'hugepages-2Mi': '0',
+      'hugepages-1Gi': '0',
+    });
+  });
+
+  test('default allocatable: memory less 100Mi, ephemeral-storage less float32(10%) of it, the rest as capacity', () => {
+    const capacity = nodeCapacity(machine, 110);
+    expect(formatResourceList(nodeAllocatable(capacity, defaultReservation))).toEqual({
+      cpu: '2',
+      memory: '24581696Ki',
+      // 100Gi - int64(107374182400 * float64(float32(0.1))) = 107374182400 - 10737418400, not a multiple of 1024.
+      'ephemeral-storage': '96636764000',
+      pods: '110',
+      'hugepages-2Mi': '0',
+      'hugepages-1Gi': '0',
+    });
+  });
+
+  test('systemReserved + kubeReserved + evictionHard are subtracted; pid has no capacity so changes nothing', () => {
+    const reservation: NodeReservation = {
+      systemReserved: { cpu: parseQuantity('500m'), memory: parseQuantity('1Gi'), pid: parseQuantity('100') },
+      kubeReserved: { cpu: parseQuantity('250m'), 'ephemeral-storage': parseQuantity('10Gi') },
+      evictionHard: { 'memory.available': { quantity: parseQuantity('100Mi') } },
+    };
+    const a = formatResourceList(nodeAllocatable(nodeCapacity(machine, 20), reservation));
+    expect(a.cpu).toBe('1250m');
+    expect(a.memory).toBe(`${24684096 - 1048576 - 102400}Ki`);
+    expect(a['ephemeral-storage']).toBe('90Gi');
+    expect(a.pods).toBe('20');
+    expect(a).not.toHaveProperty('pid');
+  });
+
+  test('a percentage threshold is a share of the capacity; allocatable never goes negative; hugepages leave memory', () => {
+    const big: MachineInfo = { ...machine, hugePages: [{ pageSizeKiB: 2048, numPages: 512 }] };
+    const capacity = nodeCapacity(big, 110);
+    expect(capacity['hugepages-2Mi']!.toString()).toBe('1Gi');
+    const reservation: NodeReservation = {
+      systemReserved: { cpu: parseQuantity('3') },
+      kubeReserved: {},
+      evictionHard: { 'memory.available': { percentage: Math.fround(Math.fround(50) / 100) } },
+    };
+    const a = formatResourceList(nodeAllocatable(capacity, reservation));
+    expect(a.cpu).toBe('0');
+    expect(a.memory).toBe(`${24684096 / 2 - 1048576}Ki`);
+    expect(a['hugepages-2Mi']).toBe('1Gi');
+    expect(a['ephemeral-storage']).toBe('100Gi');
+  });
+});
+
+describe('initialNode', () => {
+  test('labels, addresses, nodeInfo, daemon endpoints and the four conditions', () => {
+    const node = initialNode(inputs(), { taints: [{ key: 'dedicated', value: 'infra', effect: 'NoSchedule' }], providerID: 'nodelet://n1' }, t0);
+    expect(node.metadata).toEqual({
+      name: 'n1',
+      labels: {
+        'kubernetes.io/hostname': 'n1',
+        'kubernetes.io/os': 'linux',
+        'kubernetes.io/arch': 'amd64',
+        'beta.kubernetes.io/os': 'linux',
+        'beta.kubernetes.io/arch': 'amd64',
+      },
+    });
+    expect(node.spec).toEqual({ taints: [{ key: 'dedicated', value: 'infra', effect: 'NoSchedule' }], providerID: 'nodelet://n1' });
+    expect(node.status?.addresses).toEqual([
+      { type: 'InternalIP', address: '192.0.2.10' },
+      { type: 'Hostname', address: 'n1' },
+    ]);
+    expect(node.status?.nodeInfo).toEqual({
+      machineID: machine.machineID,
+      systemUUID: '',
+      bootID: machine.bootID,
+      kernelVersion: '6.1.0-13-amd64',
+      osImage: 'Debian GNU/Linux 12 (bookworm)',
+      containerRuntimeVersion: 'containerd://1.6.20~ds1',
+      kubeletVersion: 'v1.32.0+nodelet.0.1.0',
+      kubeProxyVersion: '',
+      operatingSystem: 'linux',
+      architecture: 'amd64',
+    });
+    // The JSON field is "Port" (capital P) in the API.
+    expect(JSON.parse(JSON.stringify(node.status?.daemonEndpoints))).toEqual({ kubeletEndpoint: { Port: 10250 } });
+    expect(node.status?.capacity?.pods).toBe('110');
+    const at = '2025-01-01T00:00:00Z';
+    expect(nodeConditions(node)).toEqual([
+      { type: 'MemoryPressure', status: 'False', reason: 'KubeletHasSufficientMemory', message: 'kubelet has sufficient memory available', lastHeartbeatTime: at, lastTransitionTime: at },
+      { type: 'DiskPressure', status: 'False', reason: 'KubeletHasNoDiskPressure', message: 'kubelet has no disk pressure', lastHeartbeatTime: at, lastTransitionTime: at },
+      { type: 'PIDPressure', status: 'False', reason: 'KubeletHasSufficientPID', message: 'kubelet has sufficient PID available', lastHeartbeatTime: at, lastTransitionTime: at },
+      { type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'kubelet is posting ready status', lastHeartbeatTime: at, lastTransitionTime: at },
+    ]);
+    expect(isNodeReady(node)).toBe(true);
+  });
+
+  test('no taints or providerID: an empty spec (podCIDR is the controller manager\'s)', () => {
+    expect(initialNode(inputs(), { taints: [], providerID: '' }, t0).spec).toEqual({});
+  });
+});
+
+describe('RuntimeState and the Ready message', () => {
+  test('before the first check: status check not completed and network state unknown', () => {
+    const s = new RuntimeState();
+    expect(s.readyErrors(0)).toEqual(['container runtime status check may not have completed yet', 'network state unknown']);
+    expect(aggregateMessage(s.readyErrors(0))).toBe('[container runtime status check may not have completed yet, network state unknown]');
+  });
+
+  test('network not ready: the CRI condition printed as kubelet prints it', () => {
+    const s = new RuntimeState();
+    s.update(
+      {
+        conditions: [
+          { type: 'RuntimeReady', status: true, reason: '', message: '' },
+          { type: 'NetworkReady', status: false, reason: 'NetworkPluginNotReady', message: 'Network plugin returns error: cni plugin not initialized' },
+        ],
+      },
+      1000,
+    );
+    expect(aggregateMessage(s.readyErrors(2000))).toBe(
+      'container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized',
+    );
+    expect(s.networkErrors()).toHaveLength(1);
+  });
+
+  test('runtime not ready, a missing condition, and a runtime silent for 30 s', () => {
+    const s = new RuntimeState();
+    s.update({ conditions: [{ type: 'RuntimeReady', status: false, reason: 'Boom', message: 'down' }] }, 0);
+    expect(s.readyErrors(0)).toEqual([
+      'container runtime status check may not have completed yet',
+      'container runtime not ready: RuntimeReady=false reason:Boom message:down',
+      'container runtime network not ready: <nil>',
+    ]);
+    s.update(ready, 1000);
+    expect(s.readyErrors(30_999)).toEqual([]);
+    expect(s.readyErrors(31_000)).toEqual(['container runtime is down']);
+  });
+
+  test('aggregate messages are deduplicated', () => {
+    expect(aggregateMessage(['a'])).toBe('a');
+    expect(aggregateMessage(['a', 'b', 'a'])).toBe('[a, b]');
+  });
+});
+
+describe('setNodeStatus transitions', () => {
+  test('NotReady with the reason, then Ready: transition time moves only for Ready; heartbeats always', () => {
+    const notReady = initialNode(inputs({ readyErrors: ['container runtime is down'] }), { taints: [], providerID: '' }, t0);
+    expect(condition(notReady, 'Ready')).toMatchObject({ status: 'False', reason: 'KubeletNotReady', message: 'container runtime is down' });
+
+    const readyNode = setNodeStatus(notReady, inputs(), t1);
+    expect(condition(readyNode, 'Ready')).toMatchObject({
+      status: 'True',
+      reason: 'KubeletReady',
+      lastHeartbeatTime: formatTime(t1),
+      lastTransitionTime: formatTime(t1),
+    });
+    expect(condition(readyNode, 'MemoryPressure')).toMatchObject({ lastHeartbeatTime: formatTime(t1), lastTransitionTime: formatTime(t0) });
+
+    const later = setNodeStatus(readyNode, inputs(), t2);
+    expect(condition(later, 'Ready')).toMatchObject({ lastHeartbeatTime: formatTime(t2), lastTransitionTime: formatTime(t1) });
+    expect(nodeStatusHasChanged(readyNode.status, later.status)).toBe(false);
+    expect(nodeStatusHasChanged(notReady.status, readyNode.status)).toBe(true);
+  });
+
+  test('a NotReady message change is a change without a transition', () => {
+    const a = initialNode(inputs({ readyErrors: ['container runtime is down'] }), { taints: [], providerID: '' }, t0);
+    const b = setNodeStatus(a, inputs({ readyErrors: ['network state unknown'] }), t1);
+    expect(condition(b, 'Ready')).toMatchObject({ status: 'False', message: 'network state unknown', lastTransitionTime: formatTime(t0) });
+    expect(nodeStatusHasChanged(a.status, b.status)).toBe(true);
+  });
+
+  test("a condition set by someone else (Unknown from the node lifecycle controller) transitions; others' conditions stay, Ready last", () => {
+    const base = initialNode(inputs(), { taints: [], providerID: '' }, t0);
+    const conditions = nodeConditions(base).map((c) => (c.type === 'Ready' || c.type === 'DiskPressure' ? { ...c, status: 'Unknown', reason: 'NodeStatusUnknown' } : c));
+    const lost: V1Node = {
+      ...base,
+      status: { ...base.status, conditions: [{ type: 'NetworkUnavailable', status: 'False', reason: 'RouteCreated' }, ...conditions] as never },
+    };
+    const back = setNodeStatus(lost, inputs(), t1);
+    expect(nodeConditions(back).map((c) => c.type)).toEqual(['NetworkUnavailable', 'MemoryPressure', 'DiskPressure', 'PIDPressure', 'Ready']);
+    expect(condition(back, 'Ready')).toMatchObject({ status: 'True', reason: 'KubeletReady', lastTransitionTime: formatTime(t1) });
+    expect(condition(back, 'DiskPressure')).toMatchObject({ status: 'False', reason: 'KubeletHasNoDiskPressure', lastTransitionTime: formatTime(t1) });
+    expect(condition(back, 'MemoryPressure')).toMatchObject({ lastTransitionTime: formatTime(t0) });
+  });
+
+  test("extended resources others advertise stay in capacity and allocatable; the runtime version stays until known", () => {
+    const base = initialNode(inputs(), { taints: [], providerID: '' }, t0);
+    const withGpu: V1Node = { ...base, status: { ...base.status, capacity: { ...base.status!.capacity, 'example.com/gpu': '2' } } };
+    const next = setNodeStatus(withGpu, inputs({ runtime: undefined }), t1);
+    expect(next.status?.capacity?.['example.com/gpu']).toBe('2');
+    expect(next.status?.allocatable?.['example.com/gpu']).toBe('2');
+    expect(next.status?.nodeInfo?.containerRuntimeVersion).toBe('containerd://1.6.20~ds1');
+    expect(setNodeStatus({ metadata: { name: 'n1' } }, inputs({ runtime: undefined }), t1).status?.nodeInfo?.containerRuntimeVersion).toBe('');
+  });
+});
+
+test('images: largest first, at most nodeStatusMaxImages, up to 5 names with digests first', () => {
+  const images = [
+    { id: 'a', repoTags: ['small:1'], repoDigests: [], size: 10, username: '' },
+    { id: 'b', repoTags: ['big:1', 'big:2', 'big:3', 'big:4'], repoDigests: ['big@sha256:1', 'big@sha256:2'], size: 1000, username: '' },
+    { id: 'c', repoTags: ['mid:1'], repoDigests: [], size: 100, username: '' },
+  ];
+  expect(nodeImages(images, 2)).toEqual([
+    { names: ['big@sha256:1', 'big@sha256:2', 'big:1', 'big:2', 'big:3'], sizeBytes: 1000 },
+    { names: ['mid:1'], sizeBytes: 100 },
+  ]);
+  expect(nodeImages(images, -1)).toHaveLength(3);
+  const node = initialNode(inputs({ images, maxImages: 1 }), { taints: [], providerID: '' }, t0);
+  expect(node.status?.images).toHaveLength(1);
+});
+
+describe('nodeStatusPatch', () => {
+  const base = initialNode(inputs(), { taints: [], providerID: '' }, t0);
+
+  test('a heartbeat patches only the conditions (merged by type on the server)', () => {
+    const next = setNodeStatus(base, inputs(), t1);
+    const patch = nodeStatusPatch(base.status, next.status!);
+    expect(Object.keys(patch.status)).toEqual(['conditions']);
+    expect(patch.status.conditions).toHaveLength(4);
+  });
+
+  test('changed addresses replace the list; changed resources patch by key; nodeInfo as a whole', () => {
+    const next = setNodeStatus(base, inputs({ nodeIP: '192.0.2.11', maxPods: 50, kubeletVersion: 'v1.32.0+nodelet.0.2.0' }), t1);
+    const patch = nodeStatusPatch(base.status, next.status!);
+    expect(patch.status.addresses).toEqual([
+      { type: 'InternalIP', address: '192.0.2.11' },
+      { type: 'Hostname', address: 'n1' },
+      { $patch: 'replace' },
+    ]);
+    expect(patch.status.capacity).toEqual({ pods: '50' });
+    expect(patch.status.allocatable).toEqual({ pods: '50' });
+    expect((patch.status.nodeInfo as { kubeletVersion: string }).kubeletVersion).toBe('v1.32.0+nodelet.0.2.0');
+    expect(patch.status).not.toHaveProperty('daemonEndpoints');
+  });
+
+  test('a status without addresses gets them without a replace directive; quantities equal in value are no change', () => {
+    const bare: V1NodeStatus = { ...base.status, addresses: [] };
+    expect(nodeStatusPatch(bare, base.status!).status.addresses).toEqual(base.status!.addresses);
+    const respelled: V1NodeStatus = { ...base.status, capacity: { ...base.status!.capacity, memory: `${24684096 * 1024}` } };
+    expect(nodeStatusHasChanged(respelled, base.status)).toBe(false);
+  });
+});
+
+test("adopting an existing node: only kubelet's own labels are reconciled", () => {
+  const wanted = initialNode(inputs(), { taints: [], providerID: '' }, t0);
+  const existing: V1Node = {
+    metadata: { name: 'n1', labels: { 'kubernetes.io/hostname': 'old', 'kubernetes.io/os': 'linux', 'team': 'a' } },
+  };
+  expect(reconcileOwnedLabels(existing, wanted)).toEqual({
+    'kubernetes.io/hostname': 'n1',
+    'kubernetes.io/arch': 'amd64',
+    'beta.kubernetes.io/os': 'linux',
+    'beta.kubernetes.io/arch': 'amd64',
+  });
+  expect(reconcileOwnedLabels(wanted, wanted)).toBeUndefined();
+});
+
+test("node events as kubelet's setters record them: new or changed pressure conditions, Ready only when it changes", () => {
+  const notReady = initialNode(inputs({ readyErrors: ['container runtime is down'] }), { taints: [], providerID: '' }, t0);
+  expect(nodeConditionEvents(undefined, notReady)).toEqual(['NodeHasSufficientMemory', 'NodeHasNoDiskPressure', 'NodeHasSufficientPID']);
+  const readyNode = setNodeStatus(notReady, inputs(), t1);
+  expect(nodeConditionEvents(notReady, readyNode)).toEqual(['NodeReady']);
+  expect(nodeConditionEvents(readyNode, setNodeStatus(readyNode, inputs(), t2))).toEqual([]);
+  expect(nodeConditionEvents(readyNode, setNodeStatus(readyNode, inputs({ readyErrors: ['x'] }), t2))).toEqual(['NodeNotReady']);
+});
