@@ -2,6 +2,7 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
+import { LogEventRecorder } from '../apiserver/event-recorder.js';
 import { CriClient } from '../cri/client.js';
 import { bridgeNames, hostLocalSubnets, loadPodNetworks } from '../cni/conflist.js';
 import { CniExecutor } from '../cni/executor.js';
@@ -20,10 +21,17 @@ import { Relister } from '../pod/relist.js';
 import { RuntimeObserver } from '../pod/runtime-observer.js';
 import { ProbeManager } from '../prober/manager.js';
 import { StatusApi } from './status-api.js';
+import { ClusterMode, clusterModeOptions } from './cluster-mode.js';
+import type { KubeletConfiguration } from './kubelet-config.js';
+import { NodeHeartbeats } from './node-heartbeats.js';
 import { nodeAllocatable } from '../host/allocatable.js';
 import { PodVolumeManager } from '../volume/pod-volumes.js';
 
 export interface AgentConfig {
+  /** kubeconfig of the API server (cluster mode); '' runs standalone. */
+  kubeconfig: string;
+  /** KubeletConfiguration file (--config); '' for none. */
+  configFile: string;
   podManifestPath: string;
   runtimeEndpoint: string;
   rootDir: string;
@@ -39,6 +47,8 @@ export interface AgentConfig {
   syncFrequencyMs: number;
   fileCheckFrequencyMs: number;
   relistPeriodMs: number;
+  /** The KubeletConfiguration in effect: --config over kubelet's defaults, command-line flags over both. */
+  kubelet: KubeletConfiguration;
 }
 
 /** A configuration the agent cannot start with; the message names the setting. */
@@ -74,7 +84,7 @@ export class Agent {
   /** Runs until the signal aborts; pods keep running after it returns (a restarted agent adopts them). */
   async run(signal: AbortSignal): Promise<void> {
     const { config, log } = this;
-    if (!config.podManifestPath) throw new AgentConfigError('--pod-manifest-path is required (standalone mode)');
+    if (!config.podManifestPath && !config.kubeconfig) throw new AgentConfigError('--pod-manifest-path is required (standalone mode, without --kubeconfig)');
     await mkdir(config.rootDir, { recursive: true });
     const node = nodeName(config.hostnameOverride);
     const nodeIP = await detectNodeIP(config.nodeIP);
@@ -100,15 +110,33 @@ export class Agent {
       'Pod network ready for the CNI shim',
     );
 
+    const cluster = config.kubeconfig ? await ClusterMode.create(clusterModeOptions(config, node, log)) : undefined;
     const runtime = new CriClient(config.runtimeEndpoint, { requestTimeoutMs: config.runtimeRequestTimeoutMs });
+    // The Node and its Lease: registered and renewed beside the pods, which never wait for them (static pods run first).
+    const heartbeats = cluster
+      ? new NodeHeartbeats({
+          client: cluster.client,
+          runtime,
+          podNetwork,
+          cniConfDir: config.cniConfDir,
+          rootDir: config.rootDir,
+          nodeName: node,
+          nodeIP,
+          kubelet: config.kubelet,
+          recordNodeEvent: (reason, message) => cluster.events.nodeEvent('Normal', reason, message),
+          log,
+        })
+      : undefined;
     const podCgroups = await PodCgroupManager.detect();
     let runtimeName = 'containerd';
     const observer = new RuntimeObserver(runtime, podNetwork);
-    const volumes = new PodVolumeManager(config.rootDir, () => nodeAllocatable(config.rootDir));
+    const volumes = new PodVolumeManager(config.rootDir, () => nodeAllocatable(config.rootDir), cluster?.objects);
+    // Events go to the API server in cluster mode; standalone, as kubelet without an API client, only to the log.
+    const events = cluster?.events ?? new LogEventRecorder(log, node);
     const workers = new PodWorkers({
       volumes,
       runtime,
-      images: new ImageManager(runtime, new Backoff(), Date.now),
+      images: new ImageManager(runtime, new Backoff(), Date.now, events),
       crashBackoff: new Backoff(),
       node: { podLogsDir: config.podLogsDir, hostDns, cgroupsPerQOS: true, seccompProfileRoot: join(config.rootDir, 'seccomp') },
       podCgroups,
@@ -120,7 +148,9 @@ export class Agent {
       resyncIntervalMs: config.syncFrequencyMs,
       errorRetryMs: workerErrorRetryMs,
       log,
-      prober: new ProbeManager({ runtime, hostIP: () => nodeIP, hostIPs: cachedHostIPs(nodeIP), log }),
+      ...(cluster ? { onStatus: cluster.onPodStatus, apiObjects: cluster.objects } : {}),
+      events,
+      prober: new ProbeManager({ runtime, hostIP: () => nodeIP, hostIPs: cachedHostIPs(nodeIP), log, events }),
     });
 
     let lastNetworkGc = 0;
@@ -132,6 +162,7 @@ export class Agent {
       {
         onRelist: (changed, snapshot) => {
           workers.handleRelist(changed, snapshot);
+          cluster?.onRelist(snapshot);
           // <root-dir>/pods/<uid> of pods neither desired nor in the runtime (e.g. removed while nodelet was down).
           volumes.sweepOrphanedPodDirs((uid) => workers.isKnown(uid), log, signal);
           // Pod cgroups of pods neither desired nor in the runtime: once the desired pods are known, then every minute.
@@ -176,7 +207,8 @@ export class Agent {
 
     const api = new StatusApi(statusSocketPath(config.rootDir), () => workers.pods());
     await api.listen();
-    const source = new FilePodSource({
+    // Standalone: the static pods are all there is; cluster mode merges them with the API's pods.
+    const source = cluster ? undefined : new FilePodSource({
       dir: config.podManifestPath,
       nodeName: node,
       logger: log,
@@ -185,7 +217,7 @@ export class Agent {
     });
     log.info({ node, podManifestPath: config.podManifestPath, statusSocket: statusSocketPath(config.rootDir) }, 'nodelet started');
     try {
-      await Promise.all([announceRuntime(), source.run(signal), relister.run(signal)]);
+      await Promise.all([announceRuntime(), cluster ? cluster.run(workers, signal) : source!.run(signal), relister.run(signal), heartbeats?.run(signal)]);
     } finally {
       workers.stop();
       await api.close();

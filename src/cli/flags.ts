@@ -15,6 +15,8 @@ export interface FlagSpec {
 export const packageRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 
 export const agentFlags: FlagSpec[] = [
+  { name: 'kubeconfig', kind: 'string', default: '', help: 'kubeconfig of the API server to join as a node (cluster mode); without it nodelet runs standalone' },
+  { name: 'config', kind: 'string', default: '', help: 'KubeletConfiguration file (kubelet.config.k8s.io/v1beta1)' },
   { name: 'pod-manifest-path', kind: 'string', default: '', help: 'Directory of static pod manifests (YAML or JSON) to run' },
   { name: 'container-runtime-endpoint', kind: 'string', default: 'unix:///run/containerd/containerd.sock', help: 'CRI endpoint of the container runtime' },
   { name: 'root-dir', kind: 'string', default: '/var/lib/nodelet', help: "Directory for nodelet's state (and its status socket nodelet.sock)" },
@@ -52,6 +54,8 @@ export function parseDuration(text: string): number {
 export interface ParsedFlags {
   values: Map<string, string>;
   positional: string[];
+  /** The flags given on the command line (the others hold their defaults): they win over a --config file, as in kubelet. */
+  explicit: Set<string>;
 }
 
 export class FlagError extends Error {}
@@ -60,6 +64,7 @@ export function parseFlags(argv: string[], specs: FlagSpec[]): ParsedFlags {
   const byName = new Map(specs.map((s) => [s.name, s]));
   const values = new Map(specs.map((s) => [s.name, s.default]));
   const positional: string[] = [];
+  const explicit = new Set<string>();
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     if (!arg.startsWith('-') || arg === '-') {
@@ -85,8 +90,9 @@ export function parseFlags(argv: string[], specs: FlagSpec[]): ParsedFlags {
     }
     if (spec.kind === 'int' && !/^-?\d+$/.test(value)) throw new FlagError(`invalid value for --${name}: "${value}" is not an integer`);
     values.set(name, value);
+    explicit.add(name);
   }
-  return { values, positional };
+  return { values, positional, explicit };
 }
 
 export function flagUsage(specs: FlagSpec[]): string {

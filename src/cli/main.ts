@@ -1,6 +1,8 @@
 // The `nodelet` command: runs the agent (default) or talks to a running one (`nodelet pods`).
 import { Agent, AgentConfigError, statusSocketPath, type AgentConfig } from '../agent/agent.js';
+import { KubeletConfigError, loadKubeletConfiguration, resolveKubeletConfiguration, type KubeletConfiguration } from '../agent/kubelet-config.js';
 import { fetchPods } from '../agent/status-api.js';
+import { KubeconfigError } from '../apiserver/kubeconfig.js';
 import { configureLogger, type LogFormat } from '../log.js';
 import { agentFlags, flagUsage, FlagError, parseDuration, parseFlags, type FlagSpec } from './flags.js';
 import { formatPodJson, formatPodTable } from './print-pods.js';
@@ -15,6 +17,7 @@ const usage = `nodelet: a kubelet-style node agent for containerd
 
 Usage:
   nodelet --pod-manifest-path DIR --container-runtime-endpoint unix:///PATH [flags]
+  nodelet --kubeconfig FILE [--hostname-override NAME] [--node-ip IP] [--config FILE] [flags]
   nodelet pods [-o wide|json] [--root-dir DIR]
 
 Agent flags:
@@ -25,29 +28,33 @@ function verbosityLevel(v: number): string {
   return v >= 4 ? 'trace' : v >= 2 ? 'debug' : 'info';
 }
 
-function agentConfig(values: Map<string, string>): AgentConfig {
+/** The agent's settings: flags, with the KubeletConfiguration's values for the settings it carries (flags win when given). */
+function agentConfig(values: Map<string, string>, kubelet: KubeletConfiguration): AgentConfig {
   const get = (name: string) => values.get(name) ?? '';
   return {
-    podManifestPath: get('pod-manifest-path'),
-    runtimeEndpoint: get('container-runtime-endpoint'),
+    kubeconfig: get('kubeconfig'),
+    configFile: get('config'),
+    podManifestPath: kubelet.staticPodPath,
+    runtimeEndpoint: kubelet.containerRuntimeEndpoint,
     rootDir: get('root-dir'),
     hostnameOverride: get('hostname-override'),
     nodeIP: get('node-ip'),
-    podCIDR: get('pod-cidr'),
+    podCIDR: kubelet.podCIDR,
     cniConfDir: get('cni-conf-dir'),
     cniBinDirs: get('cni-bin-dir').split(',').map((d) => d.trim()).filter(Boolean),
     cniCacheDir: get('cni-cache-dir'),
     cniSocket: get('cni-socket'),
-    podLogsDir: get('pod-logs-dir'),
-    runtimeRequestTimeoutMs: parseDuration(get('runtime-request-timeout')),
-    syncFrequencyMs: parseDuration(get('sync-frequency')),
-    fileCheckFrequencyMs: parseDuration(get('file-check-frequency')),
+    podLogsDir: kubelet.podLogsDir,
+    runtimeRequestTimeoutMs: kubelet.runtimeRequestTimeoutMs,
+    syncFrequencyMs: kubelet.syncFrequencyMs,
+    fileCheckFrequencyMs: kubelet.fileCheckFrequencyMs,
     relistPeriodMs: parseDuration(get('relist-period')),
+    kubelet,
   };
 }
 
 async function runAgent(argv: string[]): Promise<number> {
-  const { values, positional } = parseFlags(argv, agentFlags);
+  const { values, positional, explicit } = parseFlags(argv, agentFlags);
   if (positional.length > 0) throw new FlagError(`unexpected argument: ${positional[0]}`);
   const format = values.get('logging-format') as LogFormat | '';
   if (format && format !== 'json' && format !== 'text') throw new FlagError(`invalid --logging-format "${format}": use json or text`);
@@ -60,10 +67,12 @@ async function runAgent(argv: string[]): Promise<number> {
     });
   }
   try {
-    await new Agent(agentConfig(values), log).run(controller.signal);
+    const configFile = values.get('config');
+    const kubelet = resolveKubeletConfiguration(configFile ? await loadKubeletConfiguration(configFile) : undefined, values, explicit);
+    await new Agent(agentConfig(values, kubelet), log).run(controller.signal);
     return 0;
   } catch (err) {
-    if (err instanceof AgentConfigError) {
+    if (err instanceof AgentConfigError || err instanceof KubeconfigError || err instanceof KubeletConfigError) {
       log.fatal(err.message);
       return 2;
     }

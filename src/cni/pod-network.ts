@@ -23,7 +23,7 @@ export const DEFAULT_GC_GRACE_PERIOD_MS = 120_000;
 
 export class PodNetwork {
   readonly executor: CniExecutor;
-  readonly main: NetConfList;
+  #main: NetConfList;
   readonly loopback: NetConfList;
   readonly #log: Logger | undefined;
   readonly #gcGracePeriodMs: number;
@@ -36,7 +36,7 @@ export class PodNetwork {
 
   private constructor(opts: PodNetworkOptions) {
     this.executor = opts.executor;
-    this.main = opts.main;
+    this.#main = opts.main;
     this.loopback = opts.loopback;
     this.#log = opts.log;
     this.#gcGracePeriodMs = opts.gcGracePeriodMs ?? DEFAULT_GC_GRACE_PERIOD_MS;
@@ -51,6 +51,23 @@ export class PodNetwork {
       }
     }
     return network;
+  }
+
+  /** The main network new sandboxes are attached to. */
+  get main(): NetConfList {
+    return this.#main;
+  }
+
+  /**
+   * Replaces the main network's configuration for sandboxes set up from now on (e.g. host-local allocating from the
+   * node's new pod CIDR). It must keep the network's name: attachments, cached results and host-local reservations
+   * are keyed by it, and existing sandboxes keep their IPs and are torn down with the same plugins.
+   */
+  setMain(list: NetConfList): void {
+    if (list.name !== this.#main.name) {
+      throw new Error(`the main pod network cannot change its name ("${this.#main.name}" -> "${list.name}") while pods use it`);
+    }
+    this.#main = list;
   }
 
   #logger(rt: CniRuntimeConf): Logger {

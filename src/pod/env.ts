@@ -1,12 +1,13 @@
-// A container's environment as kubelet makes it: plain values with $(VAR) expansion, and the downward API.
+// A container's environment as kubelet makes it: envFrom, plain values with $(VAR) expansion, the downward API, configMap and secret keys.
 import type { V1Container, V1EnvVar, V1Pod } from '@kubernetes/client-node';
 import type { NodeAllocatable } from '../host/allocatable.js';
 import { podFieldValue as metadataFieldValue, resourceFieldValue } from '../volume/downward-api.js';
 import { expandVars } from './env-expansion.js';
+import { envFromSources, keyRefValue, type ApiEnvContext } from './env-from-api.js';
 import { SyncError } from './sync-result.js';
 
 /** What the node knows of the pod when its container is created. */
-export interface PodEnvContext {
+export interface PodEnvContext extends ApiEnvContext {
   podIPs: string[];
   hostIP: string;
   /** Read when a resourceFieldRef names a limit the container does not set. */
@@ -42,8 +43,9 @@ export function podFieldValue(pod: V1Pod, fieldPath: string, ctx: Pick<PodEnvCon
   }
 }
 
-async function valueFrom(pod: V1Pod, container: V1Container, e: V1EnvVar, field: string, ctx: PodEnvContext): Promise<string> {
+async function valueFrom(pod: V1Pod, container: V1Container, e: V1EnvVar, field: string, ctx: PodEnvContext): Promise<string | undefined> {
   const source = e.valueFrom!;
+  if (source.configMapKeyRef || source.secretKeyRef) return keyRefValue(pod, source, ctx);
   if (source.fieldRef) {
     const value = podFieldValue(pod, source.fieldRef.fieldPath, ctx);
     if (value === undefined) throw new Error(`${field}.valueFrom.fieldRef.fieldPath: Unsupported value: "${source.fieldRef.fieldPath}"`);
@@ -62,15 +64,19 @@ async function valueFrom(pod: V1Pod, container: V1Container, e: V1EnvVar, field:
 }
 
 /**
- * The container's environment in order: each `value` expanded against the variables defined before it,
- * each `valueFrom` read from the pod. Throws CreateContainerConfigError naming pod, container and field.
+ * The container's environment in order: the envFrom sources first, then each `value` expanded against the
+ * variables defined before it, each `valueFrom` read from the pod or the API server (an optional one that is
+ * missing sets nothing). Throws CreateContainerConfigError: kubelet's message for a missing configMap, secret or
+ * key; else naming pod, container and field.
  */
 export async function containerEnv(pod: V1Pod, container: V1Container, field: string, ctx: PodEnvContext): Promise<Map<string, string>> {
-  const env = new Map<string, string>();
+  const env = await envFromSources(pod, container, ctx);
   for (const [i, e] of (container.env ?? []).entries()) {
     try {
-      env.set(e.name, e.valueFrom ? await valueFrom(pod, container, e, `${field}.env[${i}]`, ctx) : expandVars(e.value ?? '', env));
+      const value = e.valueFrom ? await valueFrom(pod, container, e, `${field}.env[${i}]`, ctx) : expandVars(e.value ?? '', env);
+      if (value !== undefined) env.set(e.name, value);
     } catch (err) {
+      if (err instanceof SyncError) throw err;
       const m = pod.metadata ?? {};
       throw new SyncError('CreateContainerConfigError', `pod ${m.namespace}/${m.name}, container ${container.name}: ${(err as Error).message}`, { cause: err });
     }

@@ -5,10 +5,11 @@ import type { Logger } from '../log.js';
 import { computePodActions, isNoop, type PodActions } from './compute-actions.js';
 import { canonicalJson } from '../canonical-json.js';
 import type { RuntimeObserver } from './runtime-observer.js';
+import type { PodRuntimeState } from './runtime-state.js';
 import { podLogDirectory, terminationGracePeriodSeconds } from './runtime-config.js';
 import { derivePodStatus, type WaitingReason } from './status.js';
 import type { StepResult } from './sync-result.js';
-import { collectPodGarbage, crashBackoffKey, executePodActions, terminatePod, type SyncDeps } from './sync-pod.js';
+import { collectPodGarbage, crashBackoffKey, executePodActions, recordMountFailures, terminatePod, type SyncDeps } from './sync-pod.js';
 import { unsupportedPodFields } from './unsupported.js';
 import { forbiddenSysctls } from './sysctl-admission.js';
 import type { PodProber } from '../prober/manager.js';
@@ -23,6 +24,8 @@ export interface PodWorkerDeps extends SyncDeps {
   log: Logger;
   /** Runs the pods' probes; its results decide restarts (liveness, startup) and readiness. */
   prober: PodProber;
+  /** Receives every status derived for a pod; `final` once its containers are stopped for good (cluster mode writes it to the API). */
+  onStatus?: (pod: V1Pod, status: V1PodStatus, final: boolean) => void;
 }
 
 export type PodLifecycle = 'syncing' | 'terminating' | 'terminated';
@@ -137,8 +140,9 @@ export class PodWorker {
     const state = await this.deps.observer.observePod(this.uid, signal);
     const { name, namespace, uid, gracePeriodSeconds } = this.identity;
     const logDir = podLogDirectory(this.deps.node.podLogsDir, { metadata: { name, namespace, uid } });
-    await terminatePod(this.deps, this.pod ?? { metadata: { name, namespace, uid } }, state, gracePeriodSeconds, logDir, this.log, signal);
+    await terminatePod(this.deps, this.pod ?? { metadata: { name, namespace, uid } }, state, gracePeriodSeconds, logDir, this.log, signal, this.finalStatusReader(signal));
     this.deps.crashBackoff.forgetPrefix(`${uid}/`);
+    this.deps.apiObjects?.unregisterPod(uid);
     this.lifecycle = 'terminated';
     clearTimeout(this.timer);
     this.log.info('Pod terminated and removed from the runtime');
@@ -149,10 +153,15 @@ export class PodWorker {
     const pod = this.pod!;
     let state = await this.deps.observer.observePod(this.uid, signal);
     const now = this.deps.now();
-    const rejection = unsupportedPodFields(pod) ?? forbiddenSysctls(pod);
+    const rejection = unsupportedPodFields(pod, { apiServer: this.deps.apiObjects !== undefined }) ?? forbiddenSysctls(pod);
+    // Its configMaps and secrets are watched while it runs (kubelet's RegisterPod); the same spec again is a no-op.
+    if (!rejection) this.deps.apiObjects?.registerPod(pod);
     let nextWake = this.deps.resyncIntervalMs;
     if (rejection) {
-      if (!this.warnedUnsupported) this.log.warn({ reason: rejection.reason }, rejection.message);
+      if (!this.warnedUnsupported) {
+        this.log.warn({ reason: rejection.reason }, rejection.message);
+        this.deps.events.event({ pod }, 'Warning', rejection.reason, rejection.message);
+      }
       this.warnedUnsupported = true;
     } else {
       const actions = computePodActions(pod, state, {
@@ -167,8 +176,12 @@ export class PodWorker {
         results = await executePodActions(this.deps, pod, actions, state, this.log, signal);
         state = await this.deps.observer.observePod(this.uid, signal);
       } else if (state.containers.some((c) => c.state === 'running')) {
-        // downwardAPI files follow the pod's labels and annotations: every sync refreshes them, as kubelet's remount.
-        await this.deps.volumes.setUp(pod, this.log, signal).catch((err: unknown) => this.log.warn({ err }, 'Failed to refresh pod volumes'));
+        // downwardAPI, configMap, secret and projected files follow their sources (labels, API objects, token
+        // rotation): every sync refreshes them, as kubelet's remount.
+        await this.deps.volumes.setUp(pod, this.log, signal).catch((err: unknown) => {
+          this.log.warn({ err }, 'Failed to refresh pod volumes');
+          recordMountFailures(this.deps, pod, err);
+        });
       }
       this.recordReasons(pod, actions, results);
       await collectPodGarbage(this.deps, pod, state, this.log, signal);
@@ -177,20 +190,7 @@ export class PodWorker {
     }
     // A sync cancelled by termination must not bring back the probe workers termination stopped.
     if (!signal.aborted && !rejection) this.deps.prober.update(pod, state, () => this.wake());
-    this.setStatus(
-      derivePodStatus({
-        pod,
-        state,
-        waitingReasons: this.reasons,
-        hostIP: this.deps.hostIP(),
-        runtimeName: this.deps.runtimeName(),
-        previous: this.status,
-        now: new Date(this.deps.now()),
-        rejection,
-        readiness: (id) => this.deps.prober.result('readiness', id),
-        startup: (id) => this.deps.prober.result('startup', id),
-      }),
-    );
+    this.setStatus(this.deriveStatus(pod, state, rejection));
     this.schedule(nextWake);
   }
 
@@ -203,6 +203,7 @@ export class PodWorker {
     }
     const m = pod.metadata ?? {};
     for (const b of actions.containersInBackoff) {
+      this.deps.events.event({ pod, containerName: b.name }, 'Warning', 'BackOff', `Back-off restarting failed container ${b.name} in pod ${m.name}_${m.namespace}(${m.uid})`);
       this.reasons.set(b.name, {
         reason: 'CrashLoopBackOff',
         message: `back-off ${Math.round(b.durationMs / 1000)}s restarting failed container=${b.name} pod=${m.name}_${m.namespace}(${m.uid})`,
@@ -210,9 +211,33 @@ export class PodWorker {
     }
   }
 
+  private deriveStatus(pod: V1Pod, state: PodRuntimeState, rejection?: WaitingReason): V1PodStatus {
+    return derivePodStatus({
+      pod,
+      state,
+      waitingReasons: this.reasons,
+      hostIP: this.deps.hostIP(),
+      runtimeName: this.deps.runtimeName(),
+      previous: this.status,
+      now: new Date(this.deps.now()),
+      rejection,
+      readiness: (id) => this.deps.prober.result('readiness', id),
+      startup: (id) => this.deps.prober.result('startup', id),
+    });
+  }
+
+  /** The final status shows how the containers ended: read after they stopped, before they are removed. */
+  private finalStatusReader(signal: AbortSignal): (() => Promise<void>) | undefined {
+    const pod = this.pod;
+    const onStatus = this.deps.onStatus;
+    if (!pod || !onStatus) return undefined;
+    return async () => onStatus(pod, this.deriveStatus(pod, await this.deps.observer.observePod(this.uid, signal)), true);
+  }
+
   private setStatus(status: V1PodStatus): void {
     const before = this.status;
     this.status = status;
+    if (this.pod) this.deps.onStatus?.(this.pod, status, false);
     if (before?.phase !== status.phase) this.log.info({ phase: status.phase, podIP: status.podIP }, 'Pod phase changed');
   }
 }

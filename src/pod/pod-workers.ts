@@ -17,15 +17,23 @@ export class PodWorkers {
     this.log = deps.log;
   }
 
-  /** The full set of pods this node should run (the pod source's SET); others are terminated. */
-  setDesiredPods(pods: V1Pod[]): void {
-    this.desiredKnown = true;
+  /**
+   * The full set of pods this node should run (the pod sources' SET); others are terminated. Runtime pods nobody
+   * wants are torn down only once every source has reported (`allSourcesReady`).
+   */
+  setDesiredPods(pods: V1Pod[], allSourcesReady = true): void {
+    this.desiredKnown ||= allSourcesReady;
     const wanted = new Map(pods.map((p) => [p.metadata!.uid!, p]));
     this.desired = wanted;
     for (const [uid, worker] of this.workers) {
       if (!wanted.has(uid)) worker.terminate();
     }
     for (const pod of wanted.values()) this.ensureWorker(pod);
+  }
+
+  /** Starts a pod's termination with this grace period (the pod was deleted); no-op for a pod without a worker. */
+  terminatePod(uid: string, gracePeriodSeconds: number): void {
+    this.workers.get(uid)?.terminate(gracePeriodSeconds);
   }
 
   /** Updates the pod's worker, or starts one; a pod wanted again while terminating restarts after it. */
@@ -75,6 +83,11 @@ export class PodWorkers {
   /** Whether a pod UID is desired or has a worker; every UID counts as known until the pod source has spoken. */
   isKnown(uid: string): boolean {
     return !this.desiredKnown || this.workers.has(uid) || this.desired.has(uid);
+  }
+
+  /** These pods sync soon (e.g. a configMap or secret they read changed). */
+  wakePods(uids: Iterable<string>): void {
+    for (const uid of uids) this.workers.get(uid)?.wake();
   }
 
   /** Every worker syncs again (e.g. the runtime came back). */

@@ -2,6 +2,8 @@
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import type { EventRecorder } from '../apiserver/event-recorder.js';
+import type { ApiObjectSource } from '../apiserver/object-source.js';
 import type { PodSandboxConfig, RuntimeService } from '../cri/types.js';
 import { isNotFound } from '../cri/errors.js';
 import type { Logger } from '../log.js';
@@ -22,7 +24,7 @@ import {
   type NodeRuntimeSettings,
 } from './runtime-config.js';
 import { stepFailed, SyncError, type StepResult } from './sync-result.js';
-import type { PodVolumeManager } from '../volume/pod-volumes.js';
+import { volumeFailureResults, type PodVolumeManager } from '../volume/pod-volumes.js';
 
 export interface SyncDeps {
   runtime: RuntimeService;
@@ -38,6 +40,10 @@ export interface SyncDeps {
   podCgroups?: PodCgroupManager;
   /** Sets up, mounts and tears down pod volumes under <root-dir>/pods/<uid>. */
   volumes: PodVolumeManager;
+  /** configMaps, secrets and tokens from the API server (cluster mode); undefined standalone. */
+  apiObjects?: ApiObjectSource;
+  /** kubelet's events about the pod and its containers (the API server's in cluster mode, the log's standalone). */
+  events: EventRecorder;
 }
 
 export function crashBackoffKey(pod: V1Pod, containerName: string): string {
@@ -53,10 +59,10 @@ async function killPod(deps: SyncDeps, pod: V1Pod, state: PodRuntimeState, grace
   const sidecars = (pod.spec?.initContainers ?? []).filter(isRestartableInitContainer).map((c) => c.name);
   const isSidecar = (c: ContainerObservation) => sidecars.includes(c.name);
   const results = await Promise.all(
-    live.filter((c) => !isSidecar(c)).map((c) => killContainer(deps, pod, state, c, gracePeriodSeconds, 'Stopping pod', log, signal)),
+    live.filter((c) => !isSidecar(c)).map((c) => killContainer(deps, pod, state, c, gracePeriodSeconds, stoppingPod, log, signal)),
   );
   for (const c of live.filter(isSidecar).sort((a, b) => sidecars.indexOf(b.name) - sidecars.indexOf(a.name))) {
-    results.push(await killContainer(deps, pod, state, c, gracePeriodSeconds, 'Stopping pod', log, signal));
+    results.push(await killContainer(deps, pod, state, c, gracePeriodSeconds, stoppingPod, log, signal));
   }
   for (const sandbox of state.sandboxes.filter((s) => s.ready)) {
     try {
@@ -70,6 +76,9 @@ async function killPod(deps: SyncDeps, pod: V1Pod, state: PodRuntimeState, grace
   }
   return results;
 }
+
+/** The kill reason of a whole pod's stop; its Killing events say kubelet's plain "Stopping container <name>". */
+const stoppingPod = 'Stopping pod';
 
 /** kubelet never stops a container with less than 2 s of grace. */
 const minimumGracePeriodSeconds = 2;
@@ -98,6 +107,7 @@ async function killContainer(
   let gracePeriodSeconds = Math.max(requestedGraceSeconds, minimumGracePeriodSeconds);
   const clog = log.child({ container: name, containerId: id });
   clog.info({ gracePeriod: gracePeriodSeconds, reason }, 'Killing container with a grace period');
+  deps.events.event({ pod, containerName: name }, 'Normal', 'Killing', reason === stoppingPod ? `Stopping container ${name}` : reason);
   const preStop = containerSpecOf(pod, c).lifecycle?.preStop ?? c.preStop;
   if (preStop && c.state === 'running') {
     const started = deps.now();
@@ -114,6 +124,8 @@ async function killContainer(
       });
     } catch (err) {
       clog.warn({ err, reason: 'FailedPreStopHook' }, (err as Error).message);
+      // As kubelet since 1.26: the hook's output stays out of the event, where it could leak secrets.
+      deps.events.event({ pod, containerName: name }, 'Warning', 'FailedPreStopHook', 'PreStopHook failed');
     }
     gracePeriodSeconds = Math.max(gracePeriodSeconds - Math.floor((deps.now() - started) / 1000), minimumGracePeriodSeconds);
   }
@@ -142,6 +154,12 @@ async function startContainer(
   signal?: AbortSignal,
 ): Promise<StepResult> {
   const clog = log.child({ container: spec.name });
+  const ref = { pod, containerName: spec.name };
+  /** kubelet's Failed event of a start step: "Error: " and what the step failed with. */
+  const failed = (result: StepResult, detail: string): StepResult => {
+    deps.events.event(ref, 'Warning', 'Failed', `Error: ${detail}`);
+    return result;
+  };
   // As kubelet: every start after an exit advances the container's back-off, reset if it ran long enough.
   const exited = lastExited(state, spec.name);
   if (exited) deps.crashBackoff.next(crashBackoffKey(pod, spec.name), deps.now(), exited.finishedAt);
@@ -149,12 +167,20 @@ async function startContainer(
   try {
     image = await deps.images.ensureImage(pod, spec, sandboxConfig, clog, signal);
   } catch (err) {
-    return stepFailed('StartContainer', spec.name, err, 'ErrImagePull');
+    // The image manager recorded what happened; this says which waiting reason it leads to (Error: ErrImagePull).
+    const result = stepFailed('StartContainer', spec.name, err, 'ErrImagePull');
+    return failed(result, result.error!.code);
   }
   let containerId: string;
   try {
     const podIPs = pod.spec?.hostNetwork ? [deps.hostIP()] : deps.podIPs(sandboxId);
-    const env = await containerEnv(pod, spec, field, { podIPs, hostIP: deps.hostIP(), allocatable: () => deps.volumes.nodeAllocatable() });
+    const env = await containerEnv(pod, spec, field, {
+      podIPs,
+      hostIP: deps.hostIP(),
+      allocatable: () => deps.volumes.nodeAllocatable(),
+      ...(deps.apiObjects ? { objects: deps.apiObjects } : {}),
+      onInvalidKeys: (message) => deps.events.event({ pod }, 'Warning', 'InvalidEnvironmentVariableNames', message),
+    });
     const mounts = await deps.volumes.containerMounts(pod, spec, env, signal);
     if (spec.terminationMessagePath) {
       // The process writes its termination message here; it is read back once the container exits.
@@ -164,16 +190,20 @@ async function startContainer(
     await mkdir(join(sandboxConfig.logDirectory, spec.name), { recursive: true, mode: 0o755 });
     containerId = await deps.runtime.createContainer(sandboxId, config, sandboxConfig, { signal });
     clog.info({ containerId, restartCount: start.restartCount, reason: start.reason }, 'Created container');
+    deps.events.event(ref, 'Normal', 'Created', `Created container: ${spec.name}`);
   } catch (err) {
     clog.warn({ err }, 'Failed to create container');
-    return stepFailed('StartContainer', spec.name, err, 'CreateContainerError');
+    const result = stepFailed('StartContainer', spec.name, err, 'CreateContainerError');
+    return failed(result, result.error!.message);
   }
   try {
     await deps.runtime.startContainer(containerId, { signal });
     clog.info({ containerId }, 'Started container');
+    deps.events.event(ref, 'Normal', 'Started', `Started container ${spec.name}`);
   } catch (err) {
     clog.warn({ err, containerId }, 'Failed to start container');
-    return stepFailed('StartContainer', spec.name, err, 'RunContainerError');
+    const result = stepFailed('StartContainer', spec.name, err, 'RunContainerError');
+    return failed(result, result.error!.message);
   }
   const postStart = spec.lifecycle?.postStart;
   if (postStart) {
@@ -191,6 +221,7 @@ async function startContainer(
     } catch (err) {
       // As kubelet: a failed postStart hook kills the container, which then restarts per restartPolicy.
       clog.warn({ err, reason: 'FailedPostStartHook' }, (err as Error).message);
+      deps.events.event(ref, 'Warning', 'FailedPostStartHook', 'PostStartHook failed');
       const observed: ContainerObservation = {
         id: containerId, sandboxId, name: spec.name, attempt: start.restartCount, restartCount: start.restartCount,
         hash: '', state: 'running', createdAt: deps.now(), image: spec.image ?? '', imageRef: '',
@@ -202,6 +233,11 @@ async function startContainer(
   return { action: 'StartContainer', target: spec.name };
 }
 
+/** kubelet's FailedMount events: one per volume that could not be set up. */
+export function recordMountFailures(deps: Pick<SyncDeps, 'events'>, pod: V1Pod, err: unknown): void {
+  for (const r of volumeFailureResults(err)) deps.events.event({ pod }, 'Warning', 'FailedMount', r.error!.message);
+}
+
 /** kubelet runs postStart hooks without a deadline; nodelet bounds them so a stuck hook cannot hold a pod forever. */
 const postStartTimeoutSeconds = 600;
 
@@ -209,8 +245,8 @@ const postStartTimeoutSeconds = 600;
  * Executes actions in kubelet's SyncPod order:
  *  1. kill the pod (running containers, then sandboxes) when asked; a failure ends the sync;
  *  2. kill the containers marked for killing;
- *  3. set up the pod's volumes when anything is to start; a failure ends the sync (every container to start
- *     reports it), as kubelet starts nothing before WaitForAttachAndMount succeeds;
+ *  3. set up the pod's volumes when anything is to start; a failure ends the sync (a MountVolume result per
+ *     failed volume; the containers keep waiting), as kubelet starts nothing before WaitForAttachAndMount succeeds;
  *  4. create the sandbox when asked; a failure ends the sync;
  *  5. start the init containers to start, in order; an init container (not a sidecar) that fails ends the sync;
  *  6. start the containers in spec order (image, create, start). As kubelet does, a container
@@ -243,7 +279,9 @@ export async function executePodActions(
     try {
       await deps.volumes.setUp(pod, log, signal);
     } catch (err) {
-      for (const s of starting) results.push(stepFailed('StartContainer', s.name, err, 'CreateContainerConfigError'));
+      recordMountFailures(deps, pod, err);
+      // As kubelet: nothing starts, the containers keep waiting (ContainerCreating) and the sync is retried.
+      results.push(...volumeFailureResults(err));
       return results;
     }
   }
@@ -251,6 +289,7 @@ export async function executePodActions(
   let sandboxId = actions.sandboxId;
   let attempt = state.sandboxes.find((s) => s.id === sandboxId)?.attempt ?? actions.attempt;
   if (actions.createSandbox) {
+    if (state.sandboxes.length > 0) deps.events.event({ pod }, 'Normal', 'SandboxChanged', 'Pod sandbox changed, it will be killed and re-created.');
     attempt = actions.attempt;
     const config = buildSandboxConfig(pod, attempt, deps.node);
     try {
@@ -261,6 +300,7 @@ export async function executePodActions(
       results.push({ action: 'CreatePodSandbox', target: sandboxId });
     } catch (err) {
       log.warn({ err, attempt }, 'Failed to create pod sandbox');
+      deps.events.event({ pod }, 'Warning', 'FailedCreatePodSandBox', `Failed to create pod sandbox: ${(err as Error).message}`);
       results.push(stepFailed('CreatePodSandbox', '', err, 'ErrCreatePodSandbox'));
       return results;
     }
@@ -331,9 +371,16 @@ export async function terminatePod(
   logDirectory: string | undefined,
   log: Logger,
   signal?: AbortSignal,
+  /** Runs once every container is stopped, before anything is removed (the pod's final status is read then). */
+  afterKill?: () => Promise<void>,
 ): Promise<void> {
   const failed = (await killPod(deps, pod, state, gracePeriodSeconds, log, signal)).find((r) => r.error);
-  if (failed) throw new Error(`${failed.action} ${failed.target}: ${failed.error!.message}`);
+  if (failed) {
+    const message = `${failed.action} ${failed.target}: ${failed.error!.message}`;
+    if (!signal?.aborted) deps.events.event({ pod }, 'Warning', 'FailedKillPod', `error killing pod: ${message}`);
+    throw new Error(message);
+  }
+  await afterKill?.();
   for (const s of state.sandboxes) {
     await deps.runtime.removePodSandbox(s.id, { signal });
     log.info({ sandboxId: s.id }, 'Removed pod sandbox');

@@ -13,9 +13,11 @@ export type SyncErrorCode =
   | 'CreateContainerError'
   | 'RunContainerError'
   | 'CrashLoopBackOff'
-  | 'PostStartHookError';
+  | 'PostStartHookError'
+  /** A volume could not be set up (kubelet's FailedMount event); the pod's containers keep waiting. */
+  | 'FailedMount';
 
-export type SyncAction = 'KillPod' | 'KillContainer' | 'CreatePodSandbox' | 'StartContainer' | 'RemoveContainer';
+export type SyncAction = 'KillPod' | 'KillContainer' | 'CreatePodSandbox' | 'StartContainer' | 'RemoveContainer' | 'MountVolume';
 
 export class SyncError extends Error {
   constructor(

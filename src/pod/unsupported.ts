@@ -1,10 +1,30 @@
 // Pod fields nodelet cannot honour yet: such a pod is refused (phase Failed) instead of run half right.
 import type { V1Pod } from '@kubernetes/client-node';
 import type { WaitingReason } from './status.js';
-import { unsupportedVolumeFields } from '../volume/unsupported.js';
+import { unsupportedVolumeFields, volumeFieldsNeedingApiServer } from '../volume/unsupported.js';
 
-/** The first unsupported field of a pod, as the reason and message a refused pod reports. */
-export function unsupportedPodFields(pod: V1Pod): WaitingReason | undefined {
+/** Fields that need an API server: configMap, secret and projected volumes, envFrom, configMapKeyRef, secretKeyRef. */
+function fieldsNeedingApiServer(pod: V1Pod): string[] {
+  const fields = volumeFieldsNeedingApiServer(pod);
+  const lists = [['spec.initContainers', pod.spec?.initContainers ?? []], ['spec.containers', pod.spec?.containers ?? []]] as const;
+  for (const [path, list] of lists) {
+    list.forEach((c, i) => {
+      if (c.envFrom?.length) fields.push(`${path}[${i}].envFrom`);
+      (c.env ?? []).forEach((e, j) => {
+        for (const source of ['configMapKeyRef', 'secretKeyRef'] as const) {
+          if (e.valueFrom?.[source]) fields.push(`${path}[${i}].env[${j}].valueFrom.${source}`);
+        }
+      });
+    });
+  }
+  return fields;
+}
+
+/**
+ * The unsupported fields of a pod, as the reason and message a refused pod reports. Without an API server
+ * (`apiServer` false: standalone mode) the fields that read API objects are refused too, saying so.
+ */
+export function unsupportedPodFields(pod: V1Pod, opts: { apiServer: boolean } = { apiServer: false }): WaitingReason | undefined {
   const spec = pod.spec;
   const fields: string[] = [];
   if (spec?.ephemeralContainers?.length) fields.push('spec.ephemeralContainers');
@@ -12,25 +32,20 @@ export function unsupportedPodFields(pod: V1Pod): WaitingReason | undefined {
   const lists = [['spec.initContainers', spec?.initContainers ?? []], ['spec.containers', spec?.containers ?? []]] as const;
   for (const [path, list] of lists) {
     list.forEach((c, i) => {
-      if (c.envFrom?.length) fields.push(`${path}[${i}].envFrom`);
       // The prober runs exec, httpGet and tcpSocket probes of regular containers and sidecars (not gRPC);
       // a plain init container runs to completion and cannot be probed.
       for (const probe of ['livenessProbe', 'readinessProbe', 'startupProbe'] as const) {
         if (path === 'spec.initContainers' && c.restartPolicy !== 'Always' && c[probe]) fields.push(`${path}[${i}].${probe}`);
         else if (c[probe]?.grpc) fields.push(`${path}[${i}].${probe}.grpc`);
       }
-      (c.env ?? []).forEach((e, j) => {
-        // fieldRef and resourceFieldRef are the downward API's; the other sources need an API server.
-        for (const source of ['configMapKeyRef', 'secretKeyRef'] as const) {
-          if (e.valueFrom?.[source]) fields.push(`${path}[${i}].env[${j}].valueFrom.${source}`);
-        }
-      });
     });
   }
-  if (fields.length === 0) return undefined;
+  const needApi = opts.apiServer ? [] : fieldsNeedingApiServer(pod);
+  if (fields.length === 0 && needApi.length === 0) return undefined;
   const m = pod.metadata ?? {};
-  return {
-    reason: 'UnsupportedPodSpec',
-    message: `Pod ${m.namespace}/${m.name} uses fields nodelet does not support yet: ${fields.join(', ')}`,
-  };
+  const parts = [
+    ...(fields.length ? [`uses fields nodelet does not support yet: ${fields.join(', ')}`] : []),
+    ...(needApi.length ? [`uses fields that need an API server (nodelet runs standalone; start it with --kubeconfig): ${needApi.join(', ')}`] : []),
+  ];
+  return { reason: 'UnsupportedPodSpec', message: `Pod ${m.namespace}/${m.name} ${parts.join('; and ')}` };
 }

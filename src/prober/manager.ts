@@ -2,6 +2,7 @@
 import { isRestartableInitContainer } from '../pod/init-containers.js';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { canonicalJson } from '../canonical-json.js';
+import type { EventRecorder } from '../apiserver/event-recorder.js';
 import type { RuntimeService } from '../cri/types.js';
 import type { Logger } from '../log.js';
 import { shouldContainerBeRestarted } from '../pod/compute-actions.js';
@@ -31,6 +32,8 @@ export interface ProbeManagerDeps {
   /** Every address of this host: with loopback and the pod's IPs, what a probe may reach. */
   hostIPs: () => string[];
   log: Logger;
+  /** Where Unhealthy and ProbeWarning events go; without it probe failures are only logged. */
+  events?: EventRecorder;
   clock?: Clock;
   random?: () => number;
 }
@@ -159,6 +162,7 @@ export class ProbeManager implements PodProber {
           if (this.results.set(type, id, result)) entry.wake();
         },
         forget: (id) => this.results.remove(type, id),
+        warningEvent: (reason, message) => this.deps.events?.event({ pod: entry.pod, containerName: container.name }, 'Warning', reason, message),
         run: (id, signal) =>
           runProbe(probe, { container, containerId: id, field, podIPs: entry.podIPs, hostIPs: this.deps.hostIPs(), runtime: this.deps.runtime, signal }),
       },

@@ -17,6 +17,8 @@ export interface ProbeWorkerHost {
   forget(containerId: string): void;
   /** Runs the probe handler once against the container. */
   run(containerId: string, signal: AbortSignal): Promise<ProbeOutcome>;
+  /** Records a Warning event about the container (kubelet's Unhealthy and ProbeWarning). */
+  warningEvent?(reason: 'Unhealthy' | 'ProbeWarning', message: string): void;
 }
 
 /** kubelet runs an errored probe up to three times before giving up on that tick. */
@@ -119,15 +121,18 @@ export class ProbeWorker {
       if (this.stopped) return;
       // A ProbeError's message says it all; anything else is unexpected and keeps its details.
       const details = err instanceof ProbeError ? (err.field ? { field: err.field } : {}) : { err };
-      const message = err instanceof Error ? err.message : String(err);
-      clog.warn({ reason: 'Unhealthy', ...details }, `${title} probe errored and resulted in unknown state: ${message}`);
+      const message = `${title} probe errored and resulted in unknown state: ${err instanceof Error ? err.message : String(err)}`;
+      clog.warn({ reason: 'Unhealthy', ...details }, message);
+      this.host.warningEvent?.('Unhealthy', message);
       return;
     }
     if (this.stopped || this.state.containerId !== containerId) return;
     if (outcome.result === 'failure') {
       clog.warn({ reason: 'Unhealthy', output: outcome.output }, `${title} probe failed: ${outcome.output.trimEnd()}`);
+      this.host.warningEvent?.('Unhealthy', `${title} probe failed: ${outcome.output}`);
     } else if (outcome.result === 'warning') {
       clog.warn({ reason: 'ProbeWarning', output: outcome.output }, `${title} probe warning: ${outcome.output.trimEnd()}`);
+      this.host.warningEvent?.('ProbeWarning', `${title} probe warning: ${outcome.output}`);
     } else {
       clog.debug(`${title} probe succeeded`);
     }

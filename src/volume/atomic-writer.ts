@@ -4,12 +4,14 @@
 //   ..2024_05_01_10_00_00.Ab12Cd/   the real files of one version (a timestamped directory)
 //   ..data -> ..2024_05_01_10_00_00.Ab12Cd   swapped atomically (rename of ..data_tmp) on each update
 //   labels -> ..data/labels        one user-visible symlink per top-level path of the payload
-import { chmod, lstat, mkdir, mkdtemp, readFile, readdir, readlink, rename, rm, symlink, writeFile } from 'node:fs/promises';
+import { chmod, chown, lstat, mkdir, mkdtemp, readFile, readdir, readlink, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 
 export interface FileProjection {
   data: Buffer;
   mode: number;
+  /** The file's owner (a projected token of a pod whose containers all run as this user). */
+  fsUser?: number;
 }
 
 const dataDirName = '..data';
@@ -116,6 +118,7 @@ export async function writeAtomically(targetDir: string, payload: Map<string, Fi
         await writeFile(full, file.data, { mode: file.mode });
         // writeFile's mode is reduced by the umask; the volume wants exactly the requested mode.
         await chmod(full, file.mode);
+        if (file.fsUser !== undefined) await chown(full, file.fsUser, -1);
       }
       await options.setPerms?.(tsDirName);
       const newDataDirPath = join(targetDir, newDataDirName);

@@ -6,9 +6,10 @@ import type { V1Container, V1Pod, V1Volume, V1VolumeMount } from '@kubernetes/cl
 import type { Mount, MountPropagation } from '../cri/types.js';
 import type { NodeAllocatable } from '../host/allocatable.js';
 import type { Logger } from '../log.js';
-import { SyncError } from '../pod/sync-result.js';
+import { SyncError, type StepResult } from '../pod/sync-result.js';
+import type { ApiObjectSource } from '../apiserver/object-source.js';
+import { payloadDigest, usesMemoryMedium, volumePayload, type VolumePayload } from './api-volumes.js';
 import { writeAtomically } from './atomic-writer.js';
-import { downwardApiPayload } from './downward-api.js';
 import { memoryVolumeSize, setUpEmptyDir, tmpfsOptions } from './empty-dir.js';
 import { checkHostPath } from './host-path.js';
 import { bindMount, isShared, makeShared, mountOf, mountsUnder, readMountInfo, unmount } from './mounter.js';
@@ -17,13 +18,36 @@ import { pathWithinBase, prepareSubPath, resolveSubPath } from './subpath.js';
 
 export const emptyDirPluginDir = 'kubernetes.io~empty-dir';
 export const downwardApiPluginDir = 'kubernetes.io~downward-api';
+export const configMapPluginDir = 'kubernetes.io~configmap';
+export const secretPluginDir = 'kubernetes.io~secret';
+export const projectedPluginDir = 'kubernetes.io~projected';
+
+/** One volume that failed, with kubelet's FailedMount message (`MountVolume.SetUp failed for volume "x" : ...`). */
+export interface VolumeFailure {
+  volume: string;
+  message: string;
+}
 
 /** A volume of the pod could not be set up; the message names the volume, its field and the pod. */
 export class VolumeSetUpError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
+  constructor(
+    message: string,
+    options?: { cause?: unknown },
+    /** Each failed volume, for FailedMount events. */
+    readonly failures: VolumeFailure[] = [],
+  ) {
     super(message, options);
     this.name = 'VolumeSetUpError';
   }
+}
+
+/**
+ * The results of a failed set-up, one MountVolume step per failed volume with kubelet's FailedMount message: the
+ * pod's containers are not started and keep their waiting reason (ContainerCreating), as kubelet leaves them.
+ */
+export function volumeFailureResults(err: unknown): StepResult[] {
+  const failures = err instanceof VolumeSetUpError && err.failures.length > 0 ? err.failures : [{ volume: '', message: (err as Error).message }];
+  return failures.map((f) => ({ action: 'MountVolume', target: f.volume, error: { code: 'FailedMount', message: f.message } }));
 }
 
 const propagations: Record<string, MountPropagation> = {
@@ -59,7 +83,8 @@ function containerField(pod: V1Pod, container: V1Container): string {
 }
 
 function volumeSourceField(volume: V1Volume): string {
-  return volume.emptyDir ? 'emptyDir' : volume.hostPath ? 'hostPath' : volume.downwardAPI ? 'downwardAPI' : 'source';
+  const sources = ['emptyDir', 'hostPath', 'downwardAPI', 'configMap', 'secret', 'projected'] as const;
+  return sources.find((s) => volume[s] !== undefined) ?? 'source';
 }
 
 const orphanSweepIntervalMs = 2_000;
@@ -76,6 +101,8 @@ export class PodVolumeManager {
   constructor(
     readonly rootDir: string,
     private readonly allocatable: () => Promise<NodeAllocatable>,
+    /** configMaps, secrets and tokens from the API server; undefined in standalone mode. */
+    private readonly objects?: ApiObjectSource,
   ) {}
 
   /**
@@ -98,7 +125,15 @@ export class PodVolumeManager {
   /** Where a volume lives on the host: its directory under the pod dir, or the hostPath itself. */
   volumePath(uid: string, volume: V1Volume): string {
     if (volume.hostPath) return volume.hostPath.path;
-    const plugin = volume.downwardAPI ? downwardApiPluginDir : emptyDirPluginDir;
+    const plugin = volume.downwardAPI
+      ? downwardApiPluginDir
+      : volume.configMap
+        ? configMapPluginDir
+        : volume.secret
+          ? secretPluginDir
+          : volume.projected
+            ? projectedPluginDir
+            : emptyDirPluginDir;
     return join(this.podDir(uid), 'volumes', plugin, volume.name);
   }
 
@@ -126,8 +161,8 @@ export class PodVolumeManager {
 
   /**
    * Makes every volume of the pod ready before its sandbox and containers start (kubelet's WaitForAttachAndMount):
-   * emptyDirs created or tmpfs-mounted, hostPaths type-checked, downwardAPI files (re)written when their content
-   * changed. Cheap when nothing changed (same volumes, fsGroup and downward API content as the last success);
+   * emptyDirs created or tmpfs-mounted, hostPaths type-checked, downwardAPI, configMap, secret and projected files
+   * (re)written when their content changed. Cheap when nothing changed (same volumes, fsGroup and content as the last success);
    * every volume is tried, and a VolumeSetUpError names each one that failed with its field and the pod.
    */
   setUp(pod: V1Pod, log: Logger, signal?: AbortSignal): Promise<void> {
@@ -135,33 +170,35 @@ export class PodVolumeManager {
     return this.withLock(uid, async () => {
       const volumes = pod.spec?.volumes ?? [];
       const fsGroup = pod.spec?.securityContext?.fsGroup;
-      const needsAllocatable = volumes.some((v) => v.downwardAPI || v.emptyDir?.medium === 'Memory');
+      const needsAllocatable = volumes.some((v) => usesMemoryMedium(v) || v.emptyDir?.medium === 'Memory');
       const allocatable = needsAllocatable ? await this.nodeAllocatable() : undefined;
-      // The downward API content is part of the fingerprint: a label change makes it differ.
-      const payloads = new Map<string, ReturnType<typeof downwardApiPayload> | Error>();
+      // Written content (downward API, configMaps, secrets, tokens) is part of the fingerprint: a change makes it differ.
+      const payloads = new Map<string, VolumePayload | Error>();
       for (const v of volumes) {
-        if (!v.downwardAPI) continue;
         try {
-          payloads.set(v.name, downwardApiPayload(pod, v.downwardAPI, allocatable!));
+          const payload = await volumePayload(pod, v, { objects: this.objects, allocatable: () => this.nodeAllocatable(), ...(signal ? { signal } : {}) });
+          if (payload) payloads.set(v.name, payload);
         } catch (err) {
           payloads.set(v.name, err as Error);
         }
       }
-      const fingerprint = JSON.stringify([volumes, fsGroup, [...payloads].map(([n, p]) => [n, p instanceof Error ? p.message : [...p].map(([k, f]) => [k, f.mode, f.data.toString('base64')])])]);
+      const fingerprint = JSON.stringify([volumes, fsGroup, [...payloads].map(([n, p]) => [n, p instanceof Error ? p.message : payloadDigest(p)])]);
       if (this.setUpFingerprints.get(uid) === fingerprint) return;
 
       const podDir = this.podDir(uid);
       for (const sub of ['', 'volumes', 'plugins']) await mkdir(join(podDir, sub), { recursive: true, mode: 0o750 });
       const failures: string[] = [];
+      const failed: VolumeFailure[] = [];
       for (const [i, volume] of volumes.entries()) {
         try {
           await this.setUpVolume(pod, volume, payloads.get(volume.name), allocatable, log, signal);
         } catch (err) {
           log.warn({ err, volume: volume.name }, 'MountVolume.SetUp failed');
           failures.push(`MountVolume.SetUp failed for volume "${volume.name}" (spec.volumes[${i}].${volumeSourceField(volume)}): ${(err as Error).message}`);
+          failed.push({ volume: volume.name, message: `MountVolume.SetUp failed for volume "${volume.name}" : ${(err as Error).message}` });
         }
       }
-      if (failures.length > 0) throw new VolumeSetUpError(`pod ${podName(pod)}: ${failures.join('; ')}`);
+      if (failures.length > 0) throw new VolumeSetUpError(`pod ${podName(pod)}: ${failures.join('; ')}`, undefined, failed);
       this.setUpFingerprints.set(uid, fingerprint);
     });
   }
@@ -169,7 +206,7 @@ export class PodVolumeManager {
   private async setUpVolume(
     pod: V1Pod,
     volume: V1Volume,
-    payload: ReturnType<typeof downwardApiPayload> | Error | undefined,
+    payload: VolumePayload | Error | undefined,
     allocatable: NodeAllocatable | undefined,
     log: Logger,
     signal?: AbortSignal,
@@ -184,13 +221,16 @@ export class PodVolumeManager {
       const size = medium === 'Memory' ? memoryVolumeSize(pod, volume.emptyDir.sizeLimit, allocatable!.memory) : 0n;
       return setUpEmptyDir({ dir, metaDir: this.metaDir(uid, volume), medium, tmpfs: tmpfsOptions(size), fsGroup, log: vlog, signal });
     }
-    if (volume.downwardAPI) {
-      // Collected before anything is mounted, so a bad item leaves nothing behind.
+    if (payload !== undefined) {
+      // downwardAPI, configMap, secret, projected: collected before anything is mounted, so a missing object or a
+      // bad item leaves nothing behind (and an update that fails leaves the last good files in place).
       if (payload instanceof Error) throw payload;
-      const tmpfs = tmpfsOptions(memoryVolumeSize(pod, undefined, allocatable!.memory));
-      await setUpEmptyDir({ dir, metaDir: this.metaDir(uid, volume), medium: 'Memory', tmpfs, fsGroup, log: vlog, signal });
+      // As kubelet wraps an emptyDir: on tmpfs, except configMap's on the node's disk.
+      const medium = usesMemoryMedium(volume) ? 'Memory' : '';
+      const tmpfs = medium ? tmpfsOptions(memoryVolumeSize(pod, undefined, allocatable!.memory)) : [];
+      await setUpEmptyDir({ dir, metaDir: this.metaDir(uid, volume), medium, tmpfs, fsGroup, log: vlog, signal });
       const setPerms = fsGroup === undefined ? undefined : () => setVolumeOwnership(dir, fsGroup, true, vlog);
-      if (await writeAtomically(dir, payload!, setPerms ? { setPerms } : {})) vlog.info('Wrote downward API volume content');
+      if (await writeAtomically(dir, payload, setPerms ? { setPerms } : {})) vlog.info({ source: volumeSourceField(volume) }, 'Wrote volume content');
       return;
     }
     throw new Error('volume type is not supported by nodelet');
@@ -198,7 +238,7 @@ export class PodVolumeManager {
 
   /**
    * The CRI mounts of one container (kubelet's makeMounts): each volumeMount's host path, with subPath bind-mounted
-   * safely, readOnly (always for downwardAPI), and its propagation. `env` is the container's environment, used by
+   * safely, readOnly (always for the volumes nodelet writes), and its propagation. `env` is the container's environment, used by
    * subPathExpr. A mistake of the pod's author throws SyncError CreateContainerConfigError naming pod, container and field.
    */
   async containerMounts(pod: V1Pod, container: V1Container, env: Iterable<[string, string]>, signal?: AbortSignal): Promise<Mount[]> {
@@ -241,7 +281,8 @@ export class PodVolumeManager {
       mounts.push({
         containerPath: containerPath(vm.mountPath),
         hostPath,
-        readonly: vm.readOnly === true || volume.downwardAPI !== undefined,
+        // kubelet mounts the volumes it writes read-only whatever the mount says (mustMountRO).
+        readonly: vm.readOnly === true || volume.downwardAPI !== undefined || volume.configMap !== undefined || volume.secret !== undefined || volume.projected !== undefined,
         propagation,
       });
     }

@@ -1,8 +1,11 @@
 // Volume fields nodelet cannot honour without an API server (or at all yet), as field paths for the pod's refusal.
 import type { V1Pod, V1Volume } from '@kubernetes/client-node';
 
-/** The volume sources nodelet sets up itself. */
-const supportedSources = new Set(['name', 'emptyDir', 'hostPath', 'downwardAPI']);
+/** The volume sources nodelet sets up itself; configMap, secret and projected need the API server. */
+const supportedSources = new Set(['name', 'emptyDir', 'hostPath', 'downwardAPI', 'configMap', 'secret', 'projected']);
+const apiServerSources = ['configMap', 'secret', 'projected'] as const;
+/** The projected sources nodelet writes (not clusterTrustBundle, podCertificate). */
+const projectedSources = new Set(['configMap', 'secret', 'downwardAPI', 'serviceAccountToken']);
 
 function unsupportedSource(volume: V1Volume): string | undefined {
   const sources = Object.keys(volume).filter((k) => !supportedSources.has(k));
@@ -13,9 +16,10 @@ function unsupportedSource(volume: V1Volume): string | undefined {
 }
 
 /**
- * Field paths of volume features nodelet refuses: sources other than emptyDir (disk or Memory), hostPath and
- * downwardAPI (configMap, secret, projected, persistentVolumeClaim, ... need an API server), hugepage media and
- * resources, recursiveReadOnly mounts and volumeDevices.
+ * Field paths of volume features nodelet refuses: sources other than emptyDir (disk or Memory), hostPath,
+ * downwardAPI, configMap, secret and projected (persistentVolumeClaim, ...), projected sources other than
+ * configMap, secret, downwardAPI and serviceAccountToken, hugepage media and resources, recursiveReadOnly mounts
+ * and volumeDevices.
  */
 export function unsupportedVolumeFields(pod: V1Pod): string[] {
   const fields: string[] = [];
@@ -24,6 +28,13 @@ export function unsupportedVolumeFields(pod: V1Pod): string[] {
     if (source) fields.push(`spec.volumes[${i}].${source}`);
     (v.downwardAPI?.items ?? []).forEach((item, j) => {
       if (item.resourceFieldRef?.resource.includes('hugepages-')) fields.push(`spec.volumes[${i}].downwardAPI.items[${j}].resourceFieldRef`);
+    });
+    (v.projected?.sources ?? []).forEach((source, j) => {
+      const other = Object.keys(source).find((k) => !projectedSources.has(k));
+      if (other) fields.push(`spec.volumes[${i}].projected.sources[${j}].${other}`);
+      (source.downwardAPI?.items ?? []).forEach((item, k) => {
+        if (item.resourceFieldRef?.resource.includes('hugepages-')) fields.push(`spec.volumes[${i}].projected.sources[${j}].downwardAPI.items[${k}].resourceFieldRef`);
+      });
     });
   });
   const lists = [['spec.initContainers', pod.spec?.initContainers ?? []], ['spec.containers', pod.spec?.containers ?? []]] as const;
@@ -35,5 +46,15 @@ export function unsupportedVolumeFields(pod: V1Pod): string[] {
       });
     });
   }
+  return fields;
+}
+
+/** Field paths of the volumes that need an API server (configMap, secret, projected): refused in standalone mode. */
+export function volumeFieldsNeedingApiServer(pod: V1Pod): string[] {
+  const fields: string[] = [];
+  (pod.spec?.volumes ?? []).forEach((v, i) => {
+    const source = apiServerSources.find((s) => v[s] !== undefined);
+    if (source) fields.push(`spec.volumes[${i}].${source}`);
+  });
   return fields;
 }

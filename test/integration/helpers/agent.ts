@@ -52,11 +52,13 @@ export class AgentProcess {
     readonly manifestDir: string,
     readonly rootDir: string,
     readonly podLogsDir: string,
+    /** Cluster mode: the node's kubeconfig, passed as --kubeconfig on every start (restarts included). */
+    readonly kubeconfig?: string,
   ) {}
 
-  static async create(): Promise<AgentProcess> {
+  static async create(opts: { kubeconfig?: string } = {}): Promise<AgentProcess> {
     const base = await mkdtemp(join(tmpdir(), 'nodelet-it-'));
-    return new AgentProcess(join(base, 'manifests'), join(base, 'root'), join(base, 'pod-logs'));
+    return new AgentProcess(join(base, 'manifests'), join(base, 'root'), join(base, 'pod-logs'), opts.kubeconfig);
   }
 
   get socket(): string {
@@ -71,6 +73,7 @@ export class AgentProcess {
       '--pod-logs-dir', this.podLogsDir,
       '--hostname-override', testNode,
       '--logging-format', 'json',
+      ...(this.kubeconfig ? ['--kubeconfig', this.kubeconfig] : []),
       ...extraArgs,
     ];
     // Run the bin file itself, as a user would, so its interpreter line (with its V8 flags) applies.

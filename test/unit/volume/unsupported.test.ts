@@ -1,5 +1,5 @@
 // Volume features nodelet refuses, by field path.
-import { unsupportedVolumeFields } from '../../../src/volume/unsupported.js';
+import { unsupportedVolumeFields, volumeFieldsNeedingApiServer } from '../../../src/volume/unsupported.js';
 
 test('supported sources pass; others, hugepages and recursiveReadOnly are named', () => {
   expect(
@@ -20,7 +20,7 @@ test('supported sources pass; others, hugepages and recursiveReadOnly are named'
       spec: {
         volumes: [
           { name: 'a', configMap: { name: 'cm' } },
-          { name: 'b', secret: { secretName: 's' } },
+          { name: 'b', projected: { sources: [{ serviceAccountToken: { path: 't' } }, { clusterTrustBundle: { path: 'b' } }] } },
           { name: 'c', emptyDir: { medium: 'HugePages' } },
           { name: 'd', persistentVolumeClaim: { claimName: 'pvc' } },
           { name: 'e', downwardAPI: { items: [{ path: 'h', resourceFieldRef: { containerName: 'm', resource: 'limits.hugepages-2Mi' } }] } },
@@ -30,12 +30,27 @@ test('supported sources pass; others, hugepages and recursiveReadOnly are named'
       },
     }),
   ).toEqual([
-    'spec.volumes[0].configMap',
-    'spec.volumes[1].secret',
+    'spec.volumes[1].projected.sources[1].clusterTrustBundle',
     'spec.volumes[2].emptyDir.medium',
     'spec.volumes[3].persistentVolumeClaim',
     'spec.volumes[4].downwardAPI.items[0].resourceFieldRef',
     'spec.initContainers[0].volumeMounts[0].recursiveReadOnly',
     'spec.containers[0].volumeDevices',
   ]);
+});
+
+test('configMap, secret and projected volumes need an API server', () => {
+  expect(
+    volumeFieldsNeedingApiServer({
+      spec: {
+        volumes: [
+          { name: 'a', emptyDir: {} },
+          { name: 'b', configMap: { name: 'cm' } },
+          { name: 'c', secret: { secretName: 's' } },
+          { name: 'd', projected: { sources: [{ downwardAPI: { items: [] } }] } },
+        ],
+        containers: [],
+      },
+    }),
+  ).toEqual(['spec.volumes[1].configMap', 'spec.volumes[2].secret', 'spec.volumes[3].projected']);
 });

@@ -1,0 +1,173 @@
+// Cluster mode (--kubeconfig): the API server connection and the controllers that work with it, beside the pod workers.
+// Controllers that talk to the API server start in ClusterMode.run.
+import type { V1Node, V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import type { AgentConfig } from './agent.js';
+import { KubeClient } from '../apiserver/client.js';
+import { ApiEventRecorder } from '../apiserver/event-recorder.js';
+import { loadKubeconfig } from '../apiserver/kubeconfig.js';
+import { MirrorPodManager } from '../apiserver/mirror-pods.js';
+import { ClusterObjectSource } from '../apiserver/object-managers.js';
+import { Reflector } from '../apiserver/reflector.js';
+import { StatusManager } from '../apiserver/status-manager.js';
+import { nodeAllocatable } from '../host/allocatable.js';
+import type { Logger } from '../log.js';
+import type { PodWorkers } from '../pod/pod-workers.js';
+import type { NodeRuntimeSnapshot } from '../pod/runtime-observer.js';
+import { ApiPodSource } from '../podsource/api-source.js';
+import { FilePodSource } from '../podsource/file-source.js';
+import { PodConfig, type PodSourceName } from './pod-config.js';
+
+export interface ClusterModeOptions {
+  kubeconfig: string;
+  nodeName: string;
+  /** Static pod directory; '' for none. */
+  podManifestPath: string;
+  fileCheckFrequencyMs: number;
+  rootDir: string;
+  log: Logger;
+  /** kubelet's maxPods: the pods allocatable of the node admission uses until the Node is registered. */
+  maxPods?: number;
+  /** kubelet's kubeAPIQPS / kubeAPIBurst. */
+  kubeAPIQPS?: number;
+  kubeAPIBurst?: number;
+}
+
+/** Cluster mode's settings from the agent's configuration. */
+export function clusterModeOptions(config: AgentConfig, nodeName: string, log: Logger): ClusterModeOptions {
+  return {
+    kubeconfig: config.kubeconfig,
+    nodeName,
+    podManifestPath: config.podManifestPath,
+    fileCheckFrequencyMs: config.fileCheckFrequencyMs,
+    rootDir: config.rootDir,
+    log,
+    maxPods: config.kubelet.maxPods,
+    kubeAPIQPS: config.kubelet.kubeAPIQPS,
+    kubeAPIBurst: config.kubelet.kubeAPIBurst,
+  };
+}
+
+const goArch: Record<string, string> = { x64: 'amd64', arm64: 'arm64', arm: 'arm', ppc64: 'ppc64le', s390x: 's390x' };
+
+/** The node as admission sees it before it is registered (kubelet's initial node): local allocatable and labels. */
+async function localNode(opts: ClusterModeOptions): Promise<V1Node> {
+  const a = await nodeAllocatable(opts.rootDir);
+  return {
+    metadata: {
+      name: opts.nodeName,
+      labels: { 'kubernetes.io/hostname': opts.nodeName, 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': goArch[process.arch] ?? process.arch },
+    },
+    status: {
+      allocatable: { cpu: a.cpu.toString(), memory: a.memory.toString(), 'ephemeral-storage': a.ephemeralStorage.toString(), pods: String(opts.maxPods ?? 110) },
+    },
+  };
+}
+
+export class ClusterMode {
+  readonly status: StatusManager;
+  readonly mirrors: MirrorPodManager;
+  readonly podConfig: PodConfig;
+  /** kubelet's events, written to the API server. */
+  readonly events: ApiEventRecorder;
+  /** The configMaps, secrets and service account tokens the pods' volumes and env read (kubelet's object and token managers). */
+  readonly objects: ClusterObjectSource;
+  /** This node's Node object as the API server has it (list + watch by name); undefined until registered. */
+  private registeredNode?: V1Node;
+  private readonly nodeReflector: Reflector<V1Node>;
+  private workers?: PodWorkers;
+
+  private constructor(
+    readonly client: KubeClient,
+    /** kubelet writes events through a client of their own, so a burst of them cannot delay status writes. */
+    private readonly eventClient: KubeClient,
+    private readonly opts: ClusterModeOptions,
+    private readonly fallbackNode: V1Node,
+  ) {
+    const { log, nodeName } = opts;
+    this.status = new StatusManager({ client, log });
+    this.events = new ApiEventRecorder({ client: eventClient, nodeName, log });
+    this.objects = new ClusterObjectSource({ client, log });
+    this.mirrors = new MirrorPodManager({ client, nodeName, log, nodeUid: async () => this.registeredNode?.metadata?.uid });
+    const sources: PodSourceName[] = opts.podManifestPath ? ['file', 'api'] : ['api'];
+    this.podConfig = new PodConfig({
+      sources,
+      // A Node registered without allocatable yet (its status comes with the first status update) counts the local one.
+      node: () =>
+        this.registeredNode?.status?.allocatable
+          ? this.registeredNode
+          : { ...this.fallbackNode, ...this.registeredNode, status: { ...this.registeredNode?.status, allocatable: this.fallbackNode.status!.allocatable! } },
+      workers: {
+        setDesiredPods: (pods, ready) => this.workers?.setDesiredPods(pods, ready),
+        terminatePod: (uid, grace) => this.workers?.terminatePod(uid, grace),
+        isKnown: (uid) => this.workers?.isKnown(uid) ?? true,
+      },
+      status: this.status,
+      mirrors: this.mirrors,
+      events: this.events,
+      log,
+    });
+    this.nodeReflector = new Reflector<V1Node>({
+      client,
+      path: '/api/v1/nodes',
+      fieldSelector: `metadata.name=${nodeName}`,
+      what: `node ${nodeName}`,
+      log,
+      onChange: (nodes) => {
+        const wasRegistered = !!this.registeredNode;
+        this.registeredNode = nodes.find((n) => n.metadata?.name === nodeName);
+        // Mirror pods wait for the node's UID (their owner reference).
+        if (!wasRegistered && this.registeredNode) this.podConfig.resyncMirrors();
+      },
+    });
+  }
+
+  /** Connects to the API server named by the kubeconfig (requests are made by the controllers, not here). */
+  static async create(opts: ClusterModeOptions): Promise<ClusterMode> {
+    const conn = await loadKubeconfig(opts.kubeconfig);
+    const client = new KubeClient(conn, { qps: opts.kubeAPIQPS ?? 50, burst: opts.kubeAPIBurst ?? 100, userAgent: `nodelet/${opts.nodeName}` });
+    // kubelet's eventRecordQPS and eventBurst defaults.
+    const eventClient = new KubeClient(conn, { qps: 50, burst: 100, userAgent: `nodelet/${opts.nodeName}` });
+    return new ClusterMode(client, eventClient, opts, await localNode(opts));
+  }
+
+  /** The pod workers' status hook. */
+  readonly onPodStatus = (pod: V1Pod, status: V1PodStatus, final: boolean): void => this.podConfig.podStatus(pod, status, final);
+
+  /** After each runtime relist, once the workers have seen it. */
+  onRelist(snapshot: NodeRuntimeSnapshot): void {
+    this.podConfig.onRelist(snapshot);
+  }
+
+  /** Runs the pod sources and the API controllers until the signal aborts. */
+  async run(workers: PodWorkers, signal: AbortSignal): Promise<void> {
+    this.workers = workers;
+    // A changed configMap or secret is rewritten into the volumes of the pods that read it at their next sync: now.
+    this.objects.onPodsChanged = (uids) => workers.wakePods(uids);
+    const { log, nodeName } = this.opts;
+    const tasks: Promise<unknown>[] = [];
+    if (this.opts.podManifestPath) {
+      const files = new FilePodSource({
+        dir: this.opts.podManifestPath,
+        nodeName,
+        logger: log,
+        rescanIntervalMs: this.opts.fileCheckFrequencyMs,
+        onPods: (pods) => this.podConfig.setStaticPods(pods),
+      });
+      tasks.push(files.run(signal));
+    }
+    const api = new ApiPodSource({ client: this.client, nodeName, log, onPods: (pods, mirrorPods) => this.podConfig.setApiPods(pods, mirrorPods) });
+    tasks.push(api.run(signal), this.nodeReflector.run(signal));
+    log.info({ server: this.client.server, node: nodeName }, 'Cluster mode: watching the pods bound to this node');
+    this.events.nodeEvent('Normal', 'Starting', 'Starting kubelet.');
+    try {
+      await Promise.all(tasks);
+    } finally {
+      this.status.stop();
+      this.objects.stop();
+      this.mirrors.stop();
+      this.events.stop();
+      this.client.close();
+      this.eventClient.close();
+    }
+  }
+}

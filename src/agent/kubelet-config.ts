@@ -1,0 +1,367 @@
+// Reads `--config FILE`: a KubeletConfiguration (kubelet.config.k8s.io/v1beta1) limited to the settings nodelet honours.
+import { readFile } from 'node:fs/promises';
+import type { V1Taint } from '@kubernetes/client-node';
+import { parse } from 'yaml';
+import { InvalidQuantityError, parseQuantity, type Quantity } from '../podsource/quantity.js';
+
+export const kubeletConfigApiVersion = 'kubelet.config.k8s.io/v1beta1';
+export const kubeletConfigKind = 'KubeletConfiguration';
+
+/** A hard eviction threshold: an absolute quantity, or a fraction of the resource's capacity ("10%"). */
+export type EvictionThreshold = { quantity: Quantity } | { percentage: number };
+
+/** The eviction signals nodelet honours: it evicts nothing, but kubelet subtracts these from allocatable. */
+export type EvictionSignal = 'memory.available' | 'nodefs.available';
+
+/** Resources a reservation may name (kubelet's systemReserved / kubeReserved keys). */
+export type ReservedResource = 'cpu' | 'memory' | 'ephemeral-storage' | 'pid';
+
+/**
+ * The settings nodelet takes from a KubeletConfiguration, with kubelet's names; durations are in
+ * milliseconds (suffix Ms), the file writes them in Go's form ("10s", "1m0s").
+ */
+export interface KubeletConfiguration {
+  staticPodPath: string;
+  podLogsDir: string;
+  syncFrequencyMs: number;
+  fileCheckFrequencyMs: number;
+  runtimeRequestTimeoutMs: number;
+  containerRuntimeEndpoint: string;
+  podCIDR: string;
+  /** The kubelet API port reported in Node.status.daemonEndpoints. */
+  port: number;
+  maxPods: number;
+  kubeAPIQPS: number;
+  kubeAPIBurst: number;
+  nodeStatusUpdateFrequencyMs: number;
+  nodeStatusReportFrequencyMs: number;
+  nodeLeaseDurationSeconds: number;
+  nodeStatusMaxImages: number;
+  systemReserved: Partial<Record<ReservedResource, Quantity>>;
+  kubeReserved: Partial<Record<ReservedResource, Quantity>>;
+  evictionHard: Partial<Record<EvictionSignal, EvictionThreshold>>;
+  registerNode: boolean;
+  registerWithTaints: V1Taint[];
+  providerID: string;
+}
+
+/** The fields a configuration file set (the rest keep kubelet's defaults or come from flags). */
+export type KubeletConfigFile = Partial<KubeletConfiguration> & { source: string };
+
+/** A configuration file nodelet cannot use; the message names the file and the field. */
+export class KubeletConfigError extends Error {}
+
+/** kubelet's defaults (SetDefaults_KubeletConfiguration) for the settings nodelet honours. */
+export function defaultKubeletConfiguration(): KubeletConfiguration {
+  return {
+    staticPodPath: '',
+    podLogsDir: '/var/log/pods',
+    syncFrequencyMs: 60_000,
+    fileCheckFrequencyMs: 20_000,
+    runtimeRequestTimeoutMs: 120_000,
+    containerRuntimeEndpoint: 'unix:///run/containerd/containerd.sock',
+    podCIDR: '',
+    port: 10250,
+    maxPods: 110,
+    kubeAPIQPS: 50,
+    kubeAPIBurst: 100,
+    nodeStatusUpdateFrequencyMs: 10_000,
+    nodeStatusReportFrequencyMs: 5 * 60_000,
+    nodeLeaseDurationSeconds: 40,
+    nodeStatusMaxImages: 50,
+    systemReserved: {},
+    kubeReserved: {},
+    // kubelet's default evictionHard, as its parser reads "100Mi" and "10%" (nodelet evicts nothing; both reduce allocatable).
+    evictionHard: { 'memory.available': parseEvictionThreshold('100Mi'), 'nodefs.available': parseEvictionThreshold('10%') },
+    registerNode: true,
+    registerWithTaints: [],
+    providerID: '',
+  };
+}
+
+// Fields of kubelet's v1beta1 KubeletConfiguration that nodelet knows but does not implement: naming one is an
+// error that says so, rather than a setting silently ignored.
+const unsupportedKubeletFields = new Set([
+  'enableServer', 'httpCheckFrequency', 'staticPodURL', 'staticPodURLHeader', 'address', 'readOnlyPort', 'tlsCertFile',
+  'tlsPrivateKeyFile', 'tlsCipherSuites', 'tlsMinVersion', 'rotateCertificates', 'serverTLSBootstrap', 'authentication',
+  'authorization', 'registryPullQPS', 'registryBurst', 'imagePullCredentialsVerificationPolicy',
+  'preloadedImagesVerificationAllowlist', 'eventRecordQPS', 'eventBurst', 'enableDebuggingHandlers',
+  'enableContentionProfiling', 'healthzPort', 'healthzBindAddress', 'oomScoreAdj', 'clusterDomain', 'clusterDNS',
+  'streamingConnectionIdleTimeout', 'imageMinimumGCAge', 'imageMaximumGCAge', 'imageGCHighThresholdPercent',
+  'imageGCLowThresholdPercent', 'volumeStatsAggPeriod', 'kubeletCgroups', 'systemCgroups', 'cgroupRoot', 'cgroupsPerQOS',
+  'cgroupDriver', 'cpuManagerPolicy', 'singleProcessOOMKill', 'cpuManagerPolicyOptions', 'cpuManagerReconcilePeriod',
+  'memoryManagerPolicy', 'topologyManagerPolicy', 'topologyManagerScope', 'topologyManagerPolicyOptions', 'qosReserved',
+  'hairpinMode', 'podPidsLimit', 'resolvConf', 'runOnce', 'cpuCFSQuota', 'cpuCFSQuotaPeriod', 'maxOpenFiles',
+  'contentType', 'serializeImagePulls', 'maxParallelImagePulls', 'evictionSoft', 'evictionSoftGracePeriod',
+  'evictionPressureTransitionPeriod', 'evictionMaxPodGracePeriod', 'evictionMinimumReclaim',
+  'mergeDefaultEvictionSettings', 'podsPerCore', 'enableControllerAttachDetach', 'protectKernelDefaults',
+  'makeIPTablesUtilChains', 'iptablesMasqueradeBit', 'iptablesDropBit', 'featureGates', 'failSwapOn', 'memorySwap',
+  'containerLogMaxSize', 'containerLogMaxFiles', 'containerLogMaxWorkers', 'containerLogMonitorInterval',
+  'configMapAndSecretChangeDetectionStrategy', 'reservedSystemCPUs', 'showHiddenMetricsForVersion',
+  'systemReservedCgroup', 'kubeReservedCgroup', 'enforceNodeAllocatable', 'allowedUnsafeSysctls', 'volumePluginDir',
+  'kernelMemcgNotification', 'logging', 'enableSystemLogHandler', 'enableSystemLogQuery', 'shutdownGracePeriod',
+  'shutdownGracePeriodCriticalPods', 'shutdownGracePeriodByPodPriority', 'crashLoopBackOff', 'reservedMemory',
+  'enableProfilingHandler', 'enableDebugFlagsHandler', 'seccompDefault', 'memoryThrottlingFactor', 'tracing',
+  'localStorageCapacityIsolation', 'imageServiceEndpoint', 'failCgroupV1', 'userNamespaces',
+]);
+
+const goDurationUnits: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, μs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** Parses a Go duration ("10s", "1m0s", "1h30m", "250ms", "0") into milliseconds, as time.ParseDuration. */
+export function parseGoDuration(text: string): number {
+  const match = /^([-+]?)(.*)$/.exec(text)!;
+  const body = match[2]!;
+  if (body === '0') return 0;
+  const re = /(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)/gy;
+  let total = 0;
+  let end = 0;
+  for (let m = re.exec(body); m; m = re.exec(body)) {
+    total += Number(m[1]) * goDurationUnits[m[2]!]!;
+    end = re.lastIndex;
+  }
+  if (end === 0 || end !== body.length) throw new Error(`time: invalid duration "${text}"`);
+  return match[1] === '-' ? -total : total;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+const reservedResources: readonly ReservedResource[] = ['cpu', 'memory', 'ephemeral-storage', 'pid'];
+const evictionSignals: readonly EvictionSignal[] = ['memory.available', 'nodefs.available'];
+const taintEffects = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'];
+
+/** Parses one eviction threshold value: "100Mi" or "10%" (kubelet's ParseThresholdConfig). */
+export function parseEvictionThreshold(value: string): EvictionThreshold {
+  if (value.endsWith('%')) {
+    const number = Number(value.slice(0, -1));
+    if (value.length < 2 || !Number.isFinite(number)) throw new Error(`invalid percentage "${value}"`);
+    // kubelet parses the percentage as a float32 and divides it in float32.
+    const fraction = Math.fround(Math.fround(number) / 100);
+    if (fraction < 0 || fraction > 1) throw new Error(`percentage "${value}" must be between 0% and 100%`);
+    return { percentage: fraction };
+  }
+  const quantity = parseQuantity(value);
+  if (quantity.sign() < 0) throw new Error(`"${value}" must not be negative`);
+  return { quantity };
+}
+
+/** Field readers: each names the file and the field in its error. */
+class FieldReader {
+  constructor(readonly source: string) {}
+
+  fail(field: string, message: string): never {
+    throw new KubeletConfigError(`${this.source}: ${field}: ${message}`);
+  }
+
+  string(field: string, value: unknown): string {
+    if (typeof value !== 'string') this.fail(field, `must be a string, not ${JSON.stringify(value)}`);
+    return value;
+  }
+
+  bool(field: string, value: unknown): boolean {
+    if (typeof value !== 'boolean') this.fail(field, `must be true or false, not ${JSON.stringify(value)}`);
+    return value;
+  }
+
+  int(field: string, value: unknown, min: number): number {
+    if (typeof value !== 'number' || !Number.isInteger(value)) this.fail(field, `must be an integer, not ${JSON.stringify(value)}`);
+    if (value < min) this.fail(field, `must be at least ${min}, not ${value}`);
+    return value;
+  }
+
+  duration(field: string, value: unknown, positive: boolean): number {
+    const text = this.string(field, value);
+    let ms: number;
+    try {
+      ms = parseGoDuration(text);
+    } catch (err) {
+      return this.fail(field, (err as Error).message);
+    }
+    if (positive ? ms <= 0 : ms < 0) this.fail(field, `must be ${positive ? 'greater than 0' : 'at least 0'}, not "${text}"`);
+    return ms;
+  }
+
+  reservation(field: string, value: unknown): Partial<Record<ReservedResource, Quantity>> {
+    if (!isRecord(value)) return this.fail(field, 'must be a map of resource name to quantity');
+    const out: Partial<Record<ReservedResource, Quantity>> = {};
+    for (const [name, raw] of Object.entries(value)) {
+      if (!(reservedResources as readonly string[]).includes(name)) {
+        this.fail(`${field}.${name}`, `unsupported resource; use ${reservedResources.join(', ')}`);
+      }
+      const text = typeof raw === 'number' ? String(raw) : this.string(`${field}.${name}`, raw);
+      try {
+        const quantity = parseQuantity(text);
+        if (quantity.sign() < 0) this.fail(`${field}.${name}`, `must not be negative, not "${text}"`);
+        out[name as ReservedResource] = quantity;
+      } catch (err) {
+        if (!(err instanceof InvalidQuantityError)) throw err;
+        this.fail(`${field}.${name}`, `"${text}": ${err.message}`);
+      }
+    }
+    return out;
+  }
+
+  evictionHard(field: string, value: unknown): Partial<Record<EvictionSignal, EvictionThreshold>> {
+    if (!isRecord(value)) return this.fail(field, 'must be a map of eviction signal to threshold');
+    const out: Partial<Record<EvictionSignal, EvictionThreshold>> = {};
+    for (const [signal, raw] of Object.entries(value)) {
+      if (!(evictionSignals as readonly string[]).includes(signal)) {
+        this.fail(
+          `${field}.${signal}`,
+          `not supported: nodelet does not evict pods; only ${evictionSignals.join(' and ')} (which kubelet subtracts from allocatable) are honoured`,
+        );
+      }
+      const text = this.string(`${field}.${signal}`, raw);
+      try {
+        out[signal as EvictionSignal] = parseEvictionThreshold(text);
+      } catch (err) {
+        this.fail(`${field}.${signal}`, (err as Error).message);
+      }
+    }
+    return out;
+  }
+
+  taints(field: string, value: unknown): V1Taint[] {
+    if (!Array.isArray(value)) return this.fail(field, 'must be a list of taints');
+    return value.map((raw, i) => {
+      const at = `${field}[${i}]`;
+      if (!isRecord(raw)) return this.fail(at, 'must be a taint (key, value, effect)');
+      for (const key of Object.keys(raw)) if (!['key', 'value', 'effect'].includes(key)) this.fail(`${at}.${key}`, 'unknown field');
+      const key = this.string(`${at}.key`, raw.key);
+      if (!key) this.fail(`${at}.key`, 'must not be empty');
+      const effect = this.string(`${at}.effect`, raw.effect);
+      if (!taintEffects.includes(effect)) this.fail(`${at}.effect`, `must be one of ${taintEffects.join(', ')}, not "${effect}"`);
+      const taint: V1Taint = { key, effect };
+      if (raw.value !== undefined) taint.value = this.string(`${at}.value`, raw.value);
+      return taint;
+    });
+  }
+}
+
+/** Parses a KubeletConfiguration document; returns only the fields it sets. Unknown and unsupported fields are errors. */
+export function parseKubeletConfiguration(text: string, source: string): KubeletConfigFile {
+  let doc: unknown;
+  try {
+    doc = parse(text);
+  } catch (err) {
+    throw new KubeletConfigError(`${source}: not valid YAML: ${(err as Error).message}`, { cause: err });
+  }
+  if (!isRecord(doc)) throw new KubeletConfigError(`${source}: not a KubeletConfiguration (expected a YAML mapping)`);
+  const r = new FieldReader(source);
+  if (doc.apiVersion !== kubeletConfigApiVersion) {
+    r.fail('apiVersion', `must be ${kubeletConfigApiVersion}, not ${JSON.stringify(doc.apiVersion ?? null)}`);
+  }
+  if (doc.kind !== kubeletConfigKind) r.fail('kind', `must be ${kubeletConfigKind}, not ${JSON.stringify(doc.kind ?? null)}`);
+
+  const out: KubeletConfigFile = { source };
+  for (const [field, value] of Object.entries(doc)) {
+    switch (field) {
+      case 'apiVersion':
+      case 'kind':
+        break;
+      case 'staticPodPath':
+      case 'podLogsDir':
+      case 'containerRuntimeEndpoint':
+      case 'podCIDR':
+      case 'providerID':
+        out[field] = r.string(field, value);
+        break;
+      case 'syncFrequency':
+      case 'fileCheckFrequency':
+      case 'runtimeRequestTimeout':
+      case 'nodeStatusUpdateFrequency':
+      case 'nodeStatusReportFrequency':
+        out[`${field}Ms`] = r.duration(field, value, true);
+        break;
+      case 'port':
+        out.port = r.int(field, value, 1);
+        if (out.port > 65535) r.fail(field, `must be a port number (1-65535), not ${out.port}`);
+        break;
+      case 'maxPods':
+        out.maxPods = r.int(field, value, 0);
+        break;
+      case 'kubeAPIQPS':
+        out.kubeAPIQPS = r.int(field, value, 1);
+        break;
+      case 'kubeAPIBurst':
+        out.kubeAPIBurst = r.int(field, value, 1);
+        break;
+      case 'nodeLeaseDurationSeconds':
+        out.nodeLeaseDurationSeconds = r.int(field, value, 1);
+        break;
+      case 'nodeStatusMaxImages':
+        out.nodeStatusMaxImages = r.int(field, value, -1);
+        break;
+      case 'systemReserved':
+      case 'kubeReserved':
+        out[field] = r.reservation(field, value);
+        break;
+      case 'evictionHard':
+        out.evictionHard = r.evictionHard(field, value);
+        break;
+      case 'registerNode':
+        out.registerNode = r.bool(field, value);
+        break;
+      case 'registerWithTaints':
+        out.registerWithTaints = r.taints(field, value);
+        break;
+      default:
+        if (unsupportedKubeletFields.has(field)) r.fail(field, 'is a kubelet setting that nodelet does not support; remove it');
+        r.fail(field, 'unknown field (not a KubeletConfiguration v1beta1 field)');
+    }
+  }
+  return out;
+}
+
+/** Reads and parses `--config FILE`. */
+export async function loadKubeletConfiguration(file: string): Promise<KubeletConfigFile> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    throw new KubeletConfigError(`${file}: cannot read the kubelet configuration: ${(err as Error).message}`, { cause: err });
+  }
+  return parseKubeletConfiguration(text, file);
+}
+
+type StringField = 'staticPodPath' | 'podLogsDir' | 'containerRuntimeEndpoint' | 'podCIDR';
+type DurationField = 'syncFrequencyMs' | 'fileCheckFrequencyMs' | 'runtimeRequestTimeoutMs';
+
+/** nodelet's command-line flags that carry a KubeletConfiguration field (kubelet's flag names). */
+export const configFlags: ReadonlyArray<{ flag: string; field: StringField } | { flag: string; field: DurationField; duration: true }> = [
+  { flag: 'pod-manifest-path', field: 'staticPodPath' },
+  { flag: 'pod-logs-dir', field: 'podLogsDir' },
+  { flag: 'container-runtime-endpoint', field: 'containerRuntimeEndpoint' },
+  { flag: 'pod-cidr', field: 'podCIDR' },
+  { flag: 'sync-frequency', field: 'syncFrequencyMs', duration: true },
+  { flag: 'file-check-frequency', field: 'fileCheckFrequencyMs', duration: true },
+  { flag: 'runtime-request-timeout', field: 'runtimeRequestTimeoutMs', duration: true },
+];
+
+/**
+ * The effective configuration, with kubelet's precedence: a flag given on the command line wins over the file,
+ * the file over the defaults. `flags` are the parsed flag values, `explicit` the names given on the command line.
+ */
+export function resolveKubeletConfiguration(
+  file: KubeletConfigFile | undefined,
+  flags: ReadonlyMap<string, string> = new Map(),
+  explicit: ReadonlySet<string> = new Set(),
+): KubeletConfiguration {
+  const config = defaultKubeletConfiguration();
+  if (file) {
+    const { source: _source, ...fields } = file;
+    Object.assign(config, fields);
+    // kubelet: nodeStatusReportFrequency defaults to nodeStatusUpdateFrequency when only the latter is set.
+    if (file.nodeStatusUpdateFrequencyMs !== undefined && file.nodeStatusReportFrequencyMs === undefined) {
+      config.nodeStatusReportFrequencyMs = file.nodeStatusUpdateFrequencyMs;
+    }
+  }
+  for (const entry of configFlags) {
+    const value = flags.get(entry.flag);
+    if (value === undefined || !explicit.has(entry.flag)) continue;
+    if ('duration' in entry) config[entry.field] = parseGoDuration(value);
+    else config[entry.field] = value;
+  }
+  return config;
+}

@@ -1,0 +1,87 @@
+// Cluster mode's node side: the Node's registration and status (NodeController) and its Lease (NodeLeaseController), built from the agent's parts.
+import type { KubeClient } from '../apiserver/client.js';
+import { NodeController } from '../apiserver/node-controller.js';
+import { NodeLeaseController, nodeLeaseRenewIntervalFraction } from '../apiserver/node-lease.js';
+import { hostLocalSubnets } from '../cni/conflist.js';
+import type { PodNetwork } from '../cni/pod-network.js';
+import type { ImageService, RuntimeService } from '../cri/types.js';
+import { readMachineInfo } from '../host/machine-info.js';
+import type { Logger } from '../log.js';
+import type { KubeletConfiguration } from './kubelet-config.js';
+import { podCIDRApplier } from './pod-cidr.js';
+import { kubeletVersion } from './version.js';
+
+export interface NodeHeartbeatsOptions {
+  client: KubeClient;
+  runtime: Pick<RuntimeService, 'version' | 'status'> & Pick<ImageService, 'listImages'>;
+  podNetwork: PodNetwork;
+  /** --cni-conf-dir: the main network is reloaded from it when Node.spec.podCIDR appears. */
+  cniConfDir: string;
+  /** The agent's root dir: its filesystem is the node's ephemeral-storage. */
+  rootDir: string;
+  nodeName: string;
+  nodeIP: string;
+  kubelet: KubeletConfiguration;
+  /** Node events (NodeReady, NodeHasSufficientMemory, ...), e.g. the cluster's event recorder. */
+  recordNodeEvent?: (reason: string, message: string) => void;
+  log: Logger;
+}
+
+/**
+ * The deadline of a heartbeat request: kubelet bounds its heartbeat client by nodeStatusUpdateFrequency and the lease
+ * duration; nodelet keeps it at 80% of the shorter of the status period and the lease renew interval, so a stalled
+ * connection costs one heartbeat, never the next one.
+ */
+export function heartbeatTimeoutMs(kubelet: KubeletConfiguration): number {
+  const renewIntervalMs = kubelet.nodeLeaseDurationSeconds * 1000 * nodeLeaseRenewIntervalFraction;
+  return Math.max(1_000, Math.floor(0.8 * Math.min(kubelet.nodeStatusUpdateFrequencyMs, renewIntervalMs)));
+}
+
+export class NodeHeartbeats {
+  readonly node: NodeController;
+  readonly lease: NodeLeaseController;
+
+  /** Builds the controllers; nothing is read or sent before run. */
+  constructor(opts: NodeHeartbeatsOptions) {
+    const { kubelet, log } = opts;
+    const requestTimeoutMs = heartbeatTimeoutMs(kubelet);
+    this.node = new NodeController({
+      client: opts.client,
+      runtime: opts.runtime,
+      settings: {
+        nodeName: opts.nodeName,
+        // Without a cloud provider kubelet's hostname is its node name.
+        hostname: opts.nodeName,
+        nodeIP: opts.nodeIP,
+        kubeletVersion: kubeletVersion(),
+        kubeletPort: kubelet.port,
+        maxPods: kubelet.maxPods,
+        maxImages: kubelet.nodeStatusMaxImages,
+        reservation: { systemReserved: kubelet.systemReserved, kubeReserved: kubelet.kubeReserved, evictionHard: kubelet.evictionHard },
+        registerNode: kubelet.registerNode,
+        registration: { taints: kubelet.registerWithTaints, providerID: kubelet.providerID },
+        nodeStatusUpdateFrequencyMs: kubelet.nodeStatusUpdateFrequencyMs,
+        nodeStatusReportFrequencyMs: kubelet.nodeStatusReportFrequencyMs,
+        requestTimeoutMs,
+        initialPodCIDR: hostLocalSubnets(opts.podNetwork.main)[0] ?? '',
+      },
+      machineInfo: () => readMachineInfo(opts.rootDir),
+      applyPodCIDR: podCIDRApplier({ podNetwork: opts.podNetwork, cniConfDir: opts.cniConfDir }),
+      ...(opts.recordNodeEvent ? { recordNodeEvent: opts.recordNodeEvent } : {}),
+      log: log.child({ node: opts.nodeName }),
+    });
+    this.lease = new NodeLeaseController({
+      client: opts.client,
+      nodeName: opts.nodeName,
+      leaseDurationSeconds: kubelet.nodeLeaseDurationSeconds,
+      requestTimeoutMs,
+      nodeUID: () => this.node.uid,
+      log: log.child({ node: opts.nodeName, lease: `kube-node-lease/${opts.nodeName}` }),
+    });
+  }
+
+  /** Registers the node and keeps its status and lease current until the signal aborts; never blocks the pods. */
+  async run(signal: AbortSignal): Promise<void> {
+    await Promise.all([this.node.run(signal), this.lease.run(signal)]);
+  }
+}

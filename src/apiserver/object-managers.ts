@@ -1,0 +1,104 @@
+// The cluster-mode ApiObjectSource: configmap and secret managers (watch strategy) plus the token manager, fed by the pods registered with it.
+import type { V1ConfigMap, V1Pod, V1Secret } from '@kubernetes/client-node';
+import type { Logger } from '../log.js';
+import type { KubeClient } from './client.js';
+import { WatchedObjectCache } from './object-cache.js';
+import { podObjectReferences, type ApiObjectSource, type PodObjectReferences, type ServiceAccountToken, type TokenProjectionRequest } from './object-source.js';
+import { ServiceAccountTokenManager } from './token-manager.js';
+
+export interface ClusterObjectSourceOptions {
+  client: Pick<KubeClient, 'request' | 'watch'>;
+  log: Logger;
+  /** Pods whose configmaps or secrets changed (appeared, were updated or deleted): their volumes are rewritten on their next sync. */
+  onPodsChanged?: (podUids: string[]) => void;
+  now?: () => number;
+  /** How long a read waits for the first list of an object just registered. */
+  syncTimeoutMs?: number;
+}
+
+interface Registration {
+  namespace: string;
+  refs: PodObjectReferences;
+}
+
+/**
+ * kubelet's configMapManager and secretManager with the default "Watch" change detection strategy, and its token
+ * manager. registerPod / unregisterPod keep one watch per referenced object while some pod references it.
+ */
+export class ClusterObjectSource implements ApiObjectSource {
+  private readonly configMaps: WatchedObjectCache<V1ConfigMap>;
+  private readonly secrets: WatchedObjectCache<V1Secret>;
+  private readonly tokens: ServiceAccountTokenManager;
+  private readonly pods = new Map<string, Registration>();
+  /** Set by the wiring once the pod workers exist. */
+  onPodsChanged?: (podUids: string[]) => void;
+
+  constructor(opts: ClusterObjectSourceOptions) {
+    if (opts.onPodsChanged) this.onPodsChanged = opts.onPodsChanged;
+    const common = { client: opts.client, log: opts.log, ...(opts.syncTimeoutMs !== undefined ? { syncTimeoutMs: opts.syncTimeoutMs } : {}) };
+    this.configMaps = new WatchedObjectCache<V1ConfigMap>({ ...common, resource: 'configmaps', kind: 'configmap', onChange: (ns, name) => this.changed('configMaps', ns, name) });
+    this.secrets = new WatchedObjectCache<V1Secret>({ ...common, resource: 'secrets', kind: 'secret', onChange: (ns, name) => this.changed('secrets', ns, name) });
+    this.tokens = new ServiceAccountTokenManager({ client: opts.client, log: opts.log, ...(opts.now ? { now: opts.now } : {}) });
+  }
+
+  registerPod(pod: V1Pod): void {
+    const uid = pod.metadata!.uid!;
+    const namespace = pod.metadata?.namespace ?? 'default';
+    const refs = podObjectReferences(pod);
+    const previous = this.pods.get(uid);
+    // Acquire the new references before releasing the old, so an object referenced by both keeps its watch.
+    for (const name of refs.configMaps) this.configMaps.acquire(namespace, name);
+    for (const name of refs.secrets) this.secrets.acquire(namespace, name);
+    if (previous) this.release(previous);
+    this.pods.set(uid, { namespace, refs });
+  }
+
+  unregisterPod(uid: string): void {
+    const previous = this.pods.get(uid);
+    if (previous) this.release(previous);
+    this.pods.delete(uid);
+    this.tokens.deletePodTokens(uid);
+  }
+
+  getConfigMap(namespace: string, name: string, signal?: AbortSignal): Promise<V1ConfigMap> {
+    return this.configMaps.get(namespace, name, signal);
+  }
+
+  getSecret(namespace: string, name: string, signal?: AbortSignal): Promise<V1Secret> {
+    return this.secrets.get(namespace, name, signal);
+  }
+
+  serviceAccountToken(pod: V1Pod, request: TokenProjectionRequest, signal?: AbortSignal): Promise<ServiceAccountToken> {
+    return this.tokens.getToken(
+      {
+        namespace: pod.metadata?.namespace ?? 'default',
+        serviceAccountName: request.serviceAccountName,
+        audiences: request.audiences,
+        expirationSeconds: request.expirationSeconds,
+        pod: { name: pod.metadata?.name ?? '', uid: pod.metadata?.uid ?? '' },
+      },
+      signal,
+    );
+  }
+
+  /** Objects watched, for tests and logs. */
+  get watched(): { configMaps: number; secrets: number } {
+    return { configMaps: this.configMaps.size, secrets: this.secrets.size };
+  }
+
+  /** Stops every watch (the agent is stopping). */
+  stop(): void {
+    this.configMaps.stop();
+    this.secrets.stop();
+  }
+
+  private release(reg: Registration): void {
+    for (const name of reg.refs.configMaps) this.configMaps.release(reg.namespace, name);
+    for (const name of reg.refs.secrets) this.secrets.release(reg.namespace, name);
+  }
+
+  private changed(kind: keyof PodObjectReferences, namespace: string, name: string): void {
+    const uids = [...this.pods].filter(([, r]) => r.namespace === namespace && r.refs[kind].has(name)).map(([uid]) => uid);
+    if (uids.length > 0) this.onPodsChanged?.(uids);
+  }
+}

@@ -1,0 +1,194 @@
+// Keeps a local copy of a set of API objects with list + watch, as client-go's reflector: relists on 410, reconnects with capped backoff.
+import type { KubeClient, WatchEvent } from './client.js';
+import { isGone } from './client.js';
+import type { Logger } from '../log.js';
+
+/** What the reflector needs of the API client (a fake stands in for it in tests). */
+export type ListWatchClient = Pick<KubeClient, 'request' | 'watch'>;
+
+export interface KubeObject {
+  metadata?: { uid?: string; name?: string; namespace?: string; resourceVersion?: string };
+}
+
+interface ObjectList<T> {
+  metadata?: { resourceVersion?: string };
+  items?: T[];
+}
+
+export interface ReflectorBackoff {
+  /** First delay after a failure; doubles per consecutive failure up to maxMs. */
+  initialMs: number;
+  maxMs: number;
+}
+
+export interface ReflectorOptions<T extends KubeObject> {
+  client: ListWatchClient;
+  /** Collection path, e.g. /api/v1/pods */
+  path: string;
+  fieldSelector?: string;
+  /** What the objects are, for logs ("pods bound to node n1"). */
+  what: string;
+  log: Logger;
+  /** The complete current set after every change (SET semantics); the first call follows the first list. */
+  onChange: (objects: T[]) => void;
+  backoff?: ReflectorBackoff;
+  /** Waits between attempts; resolves early (or rejects) when the signal aborts. Injected by tests. */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  random?: () => number;
+  /** The server-side watch timeout of one watch request; client-go picks 5-10 min at random. */
+  watchTimeoutSeconds?: () => number;
+  /** Request deadline of a list. */
+  listTimeoutMs?: number;
+}
+
+export const defaultReflectorBackoff: ReflectorBackoff = { initialMs: 800, maxMs: 30_000 };
+
+const minWatchTimeoutSeconds = 300;
+
+function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+export class Reflector<T extends KubeObject> {
+  private readonly objects = new Map<string, T>();
+  private resourceVersion = '';
+  private synced = false;
+  private failures = 0;
+  /** Set while the API server is unreachable, so an outage is logged once, not per retry. */
+  private outageSince?: number;
+  private readonly backoff: ReflectorBackoff;
+  private readonly sleep: (ms: number, signal: AbortSignal) => Promise<void>;
+  private readonly random: () => number;
+  private readonly watchTimeoutSeconds: () => number;
+
+  constructor(private readonly opts: ReflectorOptions<T>) {
+    this.backoff = opts.backoff ?? defaultReflectorBackoff;
+    this.sleep = opts.sleep ?? abortableSleep;
+    this.random = opts.random ?? Math.random;
+    this.watchTimeoutSeconds = opts.watchTimeoutSeconds ?? (() => Math.floor(minWatchTimeoutSeconds * (1 + this.random())));
+  }
+
+  /** Whether the first list has been delivered. */
+  get hasSynced(): boolean {
+    return this.synced;
+  }
+
+  /** The current objects. */
+  list(): T[] {
+    return [...this.objects.values()];
+  }
+
+  /** Lists, then watches from the list's version, until the signal aborts. */
+  async run(signal: AbortSignal): Promise<void> {
+    let needList = true;
+    while (!signal.aborted) {
+      try {
+        if (needList) {
+          await this.relist(signal);
+          needList = false;
+        }
+        await this.watch(signal);
+        // The server ended the watch at its timeout: watch again from where it stopped, no relist needed.
+        this.recovered();
+      } catch (err) {
+        if (signal.aborted) return;
+        needList = true;
+        if (isGone(err)) {
+          // The version we hold is older than the server keeps: a consistent list (resourceVersion "") at once.
+          this.opts.log.info({ what: this.opts.what, resourceVersion: this.resourceVersion }, 'Watch expired (410); listing again');
+          this.resourceVersion = '';
+          continue;
+        }
+        const delay = this.nextDelay();
+        if (this.outageSince === undefined) {
+          this.outageSince = Date.now();
+          this.opts.log.warn({ err, what: this.opts.what, path: this.opts.path }, 'Lost the API server; retrying with back-off');
+        } else {
+          this.opts.log.debug({ err, what: this.opts.what, retryInMs: delay }, 'API server still unreachable');
+        }
+        await this.sleep(delay, signal);
+      }
+    }
+  }
+
+  /** Full list at the most recent version ("" = consistent read from storage), reported as the complete set. */
+  private async relist(signal: AbortSignal): Promise<void> {
+    const list = await this.opts.client.request<ObjectList<T>>({
+      method: 'GET',
+      path: this.opts.path,
+      query: { fieldSelector: this.opts.fieldSelector, resourceVersion: '' },
+      timeoutMs: this.opts.listTimeoutMs ?? 60_000,
+      signal,
+    });
+    this.objects.clear();
+    for (const item of list.items ?? []) {
+      const uid = item.metadata?.uid;
+      if (uid) this.objects.set(uid, item);
+    }
+    this.resourceVersion = list.metadata?.resourceVersion ?? '';
+    this.synced = true;
+    this.recovered();
+    this.publish();
+  }
+
+  private async watch(signal: AbortSignal): Promise<void> {
+    const timeoutSeconds = this.watchTimeoutSeconds();
+    await this.opts.client.watch<T>({
+      path: this.opts.path,
+      query: {
+        fieldSelector: this.opts.fieldSelector,
+        resourceVersion: this.resourceVersion,
+        allowWatchBookmarks: true,
+        timeoutSeconds,
+      },
+      signal,
+      // The server must end the watch by its timeout; silence well past it means a dead connection.
+      idleTimeoutMs: (timeoutSeconds + 60) * 1000,
+      onEvent: (event) => this.apply(event),
+    });
+  }
+
+  private apply(event: WatchEvent<T>): void {
+    const obj = event.object;
+    const rv = obj?.metadata?.resourceVersion;
+    if (rv) this.resourceVersion = rv;
+    if (event.type === 'BOOKMARK') return;
+    const uid = obj?.metadata?.uid;
+    if (!uid) return;
+    if (event.type === 'DELETED') this.objects.delete(uid);
+    else this.objects.set(uid, obj);
+    this.publish();
+  }
+
+  private publish(): void {
+    try {
+      this.opts.onChange(this.list());
+    } catch (err) {
+      this.opts.log.error({ err, what: this.opts.what }, 'Consumer of API objects failed');
+    }
+  }
+
+  private recovered(): void {
+    this.failures = 0;
+    if (this.outageSince !== undefined) {
+      this.opts.log.info({ what: this.opts.what, downForMs: Date.now() - this.outageSince }, 'API server reachable again; relisted');
+      this.outageSince = undefined;
+    }
+  }
+
+  /** Capped exponential back-off with up to 20% jitter. */
+  private nextDelay(): number {
+    const base = Math.min(this.backoff.maxMs, this.backoff.initialMs * 2 ** this.failures);
+    this.failures++;
+    return Math.round(base * (1 + 0.2 * this.random()));
+  }
+}

@@ -1,0 +1,136 @@
+// Cluster mode's events against the test API server, the real runtime and the real kubectl: a pod's Pulled, Created and
+// Started events about its container, and a crash-looping container's BackOff as one event whose count grows.
+import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
+import { execa } from 'execa';
+import { parse } from 'yaml';
+import { CriClient } from '../../../src/cri/client.js';
+import { startTestApiServer, type TestApiServer } from '../../apiserver/test-apiserver.js';
+import { bindPod } from '../../apiserver/scheduler.js';
+import { apiRequest } from '../../apiserver/test-client.js';
+import { AgentProcess, busybox, criEndpoint, isRunning, testNode, waitFor, waitForRuntimeGone } from '../helpers/agent.js';
+
+const api: TestApiServer = await startTestApiServer({ nodeNames: [testNode] });
+const cri = new CriClient(criEndpoint);
+const agent = await AgentProcess.create();
+const uids = new Set<string>();
+const ns = '/api/v1/namespaces/default';
+const podNames = ['ev-web', 'ev-crash'];
+
+async function admin(method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
+  const res = await apiRequest(api.admin, method, path, body !== undefined ? { body } : {});
+  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${res.text}`);
+  return res.body;
+}
+
+afterAll(async () => {
+  try {
+    for (const name of podNames) await admin('DELETE', `${ns}/pods/${name}`).catch(() => undefined);
+    if (agent.running) await waitForRuntimeGone(cri, [...uids], 60_000).catch(() => undefined);
+    await agent.shutdown(cri, uids);
+  } finally {
+    await api.stop();
+    cri.close();
+  }
+});
+
+beforeAll(async () => {
+  await agent.start(['--kubeconfig', api.nodeKubeconfig(testNode)]);
+}, 60_000);
+
+async function createPod(yaml: string, name: string): Promise<void> {
+  await admin('POST', `${ns}/pods`, parse(yaml));
+  await bindPod(api, 'default', name, testNode);
+}
+
+function waitForPod(name: string, what: string, ok: (p: V1Pod) => boolean, timeoutMs = 60_000): Promise<V1Pod> {
+  return waitFor(`${name}: ${what}`, async () => {
+    const p = (await agent.pods()).find((x) => x.metadata?.name === name && x.metadata?.namespace === 'default');
+    if (p) uids.add(p.metadata!.uid!);
+    return p && ok(p) ? p : undefined;
+  }, timeoutMs);
+}
+
+/** The events about one pod, as `kubectl get events -o json` lists them. */
+async function podEvents(name: string): Promise<CoreV1Event[]> {
+  const { stdout } = await execa('kubectl', ['--kubeconfig', api.adminKubeconfig, 'get', 'events', '-n', 'default', '-o', 'json']);
+  return (JSON.parse(stdout) as { items: CoreV1Event[] }).items.filter((e) => e.involvedObject.kind === 'Pod' && e.involvedObject.name === name);
+}
+
+test('a started pod has Pulled, Created and Started events about its container, shown by kubectl', async () => {
+  await createPod(`apiVersion: v1
+kind: Pod
+metadata: {name: ev-web}
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: web
+    image: ${busybox}
+    imagePullPolicy: IfNotPresent
+    command: ["sleep", "3600"]
+`, 'ev-web');
+  const pod = await waitForPod('ev-web', 'Running', isRunning, 90_000);
+  const events = await waitFor('Started event of ev-web', async () => {
+    const list = await podEvents('ev-web');
+    return list.some((e) => e.reason === 'Started') ? list : undefined;
+  }, 30_000);
+
+  const byReason = (reason: string) => events.filter((e) => e.reason === reason);
+  for (const [reason, message] of [
+    ['Pulled', `Container image "${busybox}" already present on machine`],
+    ['Created', 'Created container: web'],
+    ['Started', 'Started container web'],
+  ] as const) {
+    expect(byReason(reason)).toHaveLength(1);
+    expect(byReason(reason)[0]).toMatchObject({
+      type: 'Normal',
+      message,
+      count: 1,
+      involvedObject: { kind: 'Pod', apiVersion: 'v1', namespace: 'default', name: 'ev-web', uid: pod.metadata!.uid, fieldPath: 'spec.containers{web}' },
+      source: { component: 'kubelet', host: testNode },
+      reportingComponent: 'kubelet',
+      reportingInstance: testNode,
+    });
+    expect(byReason(reason)[0]!.metadata.name).toMatch(/^ev-web\.[0-9a-f]+$/);
+  }
+
+  // kubectl's own rendering: OBJECT pod/<name>; -o wide adds SUBOBJECT (the field path), SOURCE and COUNT.
+  const wide = await execa('kubectl', ['--kubeconfig', api.adminKubeconfig, 'get', 'events', '-n', 'default', '-o', 'wide']);
+  const started = wide.stdout.split('\n').find((l) => l.includes('Started container web'));
+  expect(started).toBeDefined();
+  expect(started).toContain('pod/ev-web');
+  expect(started).toContain('spec.containers{web}');
+  expect(started).toContain(`kubelet, ${testNode}`);
+}, 150_000);
+
+test('a crash-looping container gives one BackOff event whose count grows', async () => {
+  await createPod(`apiVersion: v1
+kind: Pod
+metadata: {name: ev-crash}
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: crash
+    image: ${busybox}
+    command: ["sh", "-c", "exit 3"]
+`, 'ev-crash');
+  await waitForPod('ev-crash', 'in CrashLoopBackOff', (p) => p.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'CrashLoopBackOff', 90_000);
+  const first = await waitFor('a BackOff event', async () => (await podEvents('ev-crash')).find((e) => e.reason === 'BackOff'), 60_000);
+  expect(first).toMatchObject({
+    type: 'Warning',
+    message: expect.stringMatching(/^Back-off restarting failed container crash in pod ev-crash_default\(.+\)$/),
+    involvedObject: { name: 'ev-crash', fieldPath: 'spec.containers{crash}' },
+  });
+  const grown = await waitFor('the BackOff count to grow', async () => {
+    const backOffs = (await podEvents('ev-crash')).filter((e) => e.reason === 'BackOff');
+    return backOffs.length === 1 && (backOffs[0]!.count ?? 0) > (first.count ?? 0) ? backOffs[0] : undefined;
+  }, 120_000, 1_000);
+  // Still the first event, patched: same name and first time, a later last time.
+  expect(grown.metadata.name).toBe(first.metadata.name);
+  expect(grown.firstTimestamp).toBe(first.firstTimestamp);
+  expect(new Date(grown.lastTimestamp!).getTime()).toBeGreaterThanOrEqual(new Date(first.lastTimestamp!).getTime());
+  expect((await podEvents('ev-crash')).filter((e) => e.reason === 'BackOff')).toHaveLength(1);
+  // Every restart reports its container again: "Started" is one event counted up, not one per restart.
+  const startedEvents = (await podEvents('ev-crash')).filter((e) => e.reason === 'Started');
+  expect(startedEvents).toHaveLength(1);
+  expect(startedEvents[0]!.count).toBeGreaterThanOrEqual(2);
+}, 240_000);

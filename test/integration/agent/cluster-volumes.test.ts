@@ -1,0 +1,205 @@
+// Cluster mode against the test API server and the real runtime: configMap, secret and projected volumes, envFrom and keyRefs, missing objects.
+import type { V1Pod } from '@kubernetes/client-node';
+import { parse } from 'yaml';
+import { mountsUnder, readMountInfo } from '../../../src/volume/mounter.js';
+import { CriClient } from '../../../src/cri/client.js';
+import { startTestApiServer, SERVICE_ACCOUNT_ISSUER, type TestApiServer } from '../../apiserver/test-apiserver.js';
+import { bindPod } from '../../apiserver/scheduler.js';
+import { apiRequest } from '../../apiserver/test-client.js';
+import { AgentProcess, busybox, criEndpoint, isRunning, testNode, waitFor, waitForRuntimeGone } from '../helpers/agent.js';
+
+const api: TestApiServer = await startTestApiServer({ nodeNames: [testNode] });
+const cri = new CriClient(criEndpoint);
+const agent = await AgentProcess.create();
+const uids = new Set<string>();
+
+/** A request as the admin that must answer `code`. */
+async function admin(method: string, path: string, body?: unknown, contentType?: string): Promise<Record<string, unknown>> {
+  const res = await apiRequest(api.admin, method, path, { ...(body !== undefined ? { body } : {}), ...(contentType ? { contentType } : {}) });
+  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${res.text}`);
+  return res.body;
+}
+
+const ns = '/api/v1/namespaces/default';
+const configMap = (name: string, data: Record<string, string>) => admin('POST', `${ns}/configmaps`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data });
+
+afterAll(async () => {
+  try {
+    // The pods go the way users remove them: deleted in the API server, torn down by nodelet.
+    for (const name of ['vols', 'noenv', 'novol']) await admin('DELETE', `${ns}/pods/${name}`).catch(() => undefined);
+    if (agent.running) await waitForRuntimeGone(cri, [...uids], 60_000).catch(() => undefined);
+    await agent.shutdown(cri, uids);
+  } finally {
+    await api.stop();
+    cri.close();
+  }
+});
+
+beforeAll(async () => {
+  await configMap('app-config', { greeting: 'hello', 'log.level': 'info' });
+  await admin('POST', `${ns}/secrets`, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'db' }, stringData: { user: 'admin', password: 's3cr3t' } });
+  await agent.start(['--kubeconfig', api.nodeKubeconfig(testNode)]);
+}, 60_000);
+
+async function pod(name: string): Promise<V1Pod | undefined> {
+  const p = (await agent.pods()).find((x) => x.metadata?.name === name && x.metadata?.namespace === 'default');
+  if (p) uids.add(p.metadata!.uid!);
+  return p;
+}
+
+function waitForPod(name: string, what: string, ok: (p: V1Pod) => boolean, timeoutMs = 60_000): Promise<V1Pod> {
+  return waitFor(`${name}: ${what}`, async () => {
+    const p = await pod(name);
+    return p && ok(p) ? p : undefined;
+  }, timeoutMs);
+}
+
+async function createPod(yaml: string, name: string): Promise<void> {
+  await admin('POST', `${ns}/pods`, parse(yaml));
+  await bindPod(api, 'default', name, testNode);
+}
+
+const containerId = (p: V1Pod, name: string) => p.status!.containerStatuses!.find((c) => c.name === name)!.containerID!.replace('containerd://', '');
+
+async function exec(p: V1Pod, container: string, script: string): Promise<{ exitCode: number; out: string }> {
+  const r = await cri.execSync(containerId(p, container), ['sh', '-c', script], 10);
+  return { exitCode: r.exitCode, out: (r.stdout.toString() + r.stderr.toString()).trim() };
+}
+
+const waiting = (p: V1Pod) => p.status?.containerStatuses?.[0]?.state?.waiting;
+
+test('configMap, secret and projected volumes and env from the API server reach the container; a configMap update reaches its files', async () => {
+  await createPod(`apiVersion: v1
+kind: Pod
+metadata: {name: vols}
+spec:
+  terminationGracePeriodSeconds: 2
+  volumes:
+  - {name: cfg, configMap: {name: app-config}}
+  - {name: sec, secret: {secretName: db, defaultMode: 256, items: [{key: password, path: db/password}]}}  # 0400
+  - name: tok
+    projected:
+      sources:
+      - serviceAccountToken: {path: vault-token, audience: vault, expirationSeconds: 600}
+      - configMap: {name: app-config, items: [{key: greeting, path: greeting.txt}]}
+      - downwardAPI: {items: [{path: name, fieldRef: {fieldPath: metadata.name}}]}
+  containers:
+  - name: main
+    image: ${busybox}
+    command: ["sleep", "3600"]
+    envFrom:
+    - {prefix: CFG_, configMapRef: {name: app-config}}
+    - {secretRef: {name: db}}
+    - {configMapRef: {name: not-there, optional: true}}
+    env:
+    - {name: GREETING, valueFrom: {configMapKeyRef: {name: app-config, key: greeting}}}
+    - {name: PASS, valueFrom: {secretKeyRef: {name: db, key: password}}}
+    - {name: MAYBE, valueFrom: {secretKeyRef: {name: db, key: nope, optional: true}}}
+    volumeMounts:
+    - {name: cfg, mountPath: /etc/cfg}
+    - {name: sec, mountPath: /etc/sec}
+    - {name: tok, mountPath: /var/run/tok}
+`, 'vols');
+  let p = await waitForPod('vols', 'Running', isRunning, 90_000);
+
+  // env: envFrom (prefixed, and not) and keyRefs; an optional missing key sets nothing.
+  const environ = (await exec(p, 'main', "tr '\\0' '\\n' < /proc/1/environ")).out.split('\n');
+  expect(environ).toEqual(expect.arrayContaining(['CFG_greeting=hello', 'CFG_log.level=info', 'user=admin', 'password=s3cr3t', 'GREETING=hello', 'PASS=s3cr3t']));
+  expect(environ.some((l) => l.startsWith('MAYBE='))).toBe(false);
+
+  // configMap: every key, read-only, on the node's disk.
+  expect((await exec(p, 'main', 'cat /etc/cfg/greeting; echo; cat /etc/cfg/log.level')).out).toBe('hello\ninfo');
+  expect((await exec(p, 'main', 'touch /etc/cfg/x')).exitCode).not.toBe(0);
+
+  // secret: on tmpfs, read-only, the item's path at defaultMode.
+  expect((await exec(p, 'main', 'grep " /etc/sec " /proc/mounts')).out).toMatch(/^tmpfs \/etc\/sec tmpfs ro/);
+  expect((await exec(p, 'main', 'stat -L -c %a /etc/sec/db/password; cat /etc/sec/db/password')).out).toBe('400\ns3cr3t');
+
+  // projected: a token the test API server issued for this pod, the configMap item and the downward API file.
+  expect((await exec(p, 'main', 'cat /var/run/tok/greeting.txt; echo; cat /var/run/tok/name')).out).toBe('hello\nvols');
+  const token = (await exec(p, 'main', 'cat /var/run/tok/vault-token')).out;
+  const claims = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8')) as {
+    iss: string; aud: string[]; exp: number; iat: number; 'kubernetes.io': { pod: { name: string; uid: string }; serviceaccount: { name: string } };
+  };
+  expect(claims.iss).toBe(SERVICE_ACCOUNT_ISSUER);
+  expect(claims.aud).toEqual(['vault']);
+  expect(claims.exp - claims.iat).toBe(600);
+  expect(claims['kubernetes.io'].pod).toEqual({ name: 'vols', uid: p.metadata!.uid });
+  expect(claims['kubernetes.io'].serviceaccount.name).toBe('default');
+
+  // The ServiceAccount admission plugin's kube-api-access volume: a token the API server accepts, its CA and namespace.
+  const sa = '/var/run/secrets/kubernetes.io/serviceaccount';
+  expect((await exec(p, 'main', `cat ${sa}/namespace`)).out).toBe('default');
+  expect((await exec(p, 'main', `cat ${sa}/ca.crt`)).out).toBe(api.caPem.trim());
+  const saToken = (await exec(p, 'main', `cat ${sa}/token`)).out;
+  // Authenticated as the pod's service account (which has no RBAC grant: 403 naming it, where a bad token is 401).
+  const asSa = await apiRequest<{ message?: string }>({ url: api.url, caPem: api.caPem, token: saToken }, 'GET', '/api/v1/namespaces/default/pods/vols');
+  expect(asSa.status).toBe(403);
+  expect(asSa.body.message).toContain('User "system:serviceaccount:default:default"');
+
+  // An update reaches the files (same container), through the watch, well before the 1-minute resync.
+  const before = containerId(p, 'main');
+  await admin('PATCH', `${ns}/configmaps/app-config`, { data: { greeting: 'bonjour' } }, 'application/merge-patch+json');
+  await waitFor('updated configMap files in the container', async () =>
+    (await exec(p, 'main', 'cat /etc/cfg/greeting; echo; cat /var/run/tok/greeting.txt')).out === 'bonjour\nbonjour' ? true : undefined, 20_000, 250);
+  p = (await pod('vols'))!;
+  expect(containerId(p, 'main')).toBe(before);
+});
+
+test('a missing configMap: env gives CreateContainerConfigError naming it, a volume keeps the pod ContainerCreating; both start once it exists', async () => {
+  await createPod(`apiVersion: v1
+kind: Pod
+metadata: {name: noenv}
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: main
+    image: ${busybox}
+    command: ["sleep", "3600"]
+    env:
+    - {name: X, valueFrom: {configMapKeyRef: {name: later, key: x}}}
+`, 'noenv');
+  await createPod(`apiVersion: v1
+kind: Pod
+metadata: {name: novol}
+spec:
+  terminationGracePeriodSeconds: 2
+  volumes:
+  - {name: later, configMap: {name: later}}
+  containers:
+  - name: main
+    image: ${busybox}
+    command: ["sleep", "3600"]
+    volumeMounts:
+    - {name: later, mountPath: /etc/later}
+`, 'novol');
+  const noenv = await waitForPod('noenv', 'CreateContainerConfigError', (p) => waiting(p)?.reason === 'CreateContainerConfigError');
+  expect(waiting(noenv)!.message).toBe('configmap "later" not found');
+  // kubelet's FailedMount event, attributed to the pod.
+  const failedMount = 'MountVolume.SetUp failed for volume "later" : configmap "later" not found';
+  await waitFor('the FailedMount event', async () => {
+    const events = await apiRequest<{ items?: { reason?: string; message?: string; involvedObject?: { name?: string } }[] }>(api.admin, 'GET', '/api/v1/namespaces/default/events');
+    return events.body.items?.some((e) => e.involvedObject?.name === 'novol' && e.reason === 'FailedMount' && e.message === failedMount) ? true : undefined;
+  }, 30_000, 500);
+  const novol = (await pod('novol'))!;
+  expect(novol.status?.phase).toBe('Pending');
+  expect(waiting(novol)?.reason).toBe('ContainerCreating');
+
+  await configMap('later', { x: '42' });
+  const started = await waitForPod('noenv', 'Running', isRunning, 60_000);
+  expect((await exec(started, 'main', "tr '\\0' '\\n' < /proc/1/environ | grep ^X=")).out).toBe('X=42');
+  const mounted = await waitForPod('novol', 'Running', isRunning, 60_000);
+  expect((await exec(mounted, 'main', 'cat /etc/later/x')).out).toBe('42');
+});
+
+test('deleting a pod unmounts its secret and projected tmpfs and removes its directory', async () => {
+  const p = (await pod('vols'))!;
+  const podDir = `${agent.rootDir}/pods/${p.metadata!.uid}`;
+  const mounted = mountsUnder(await readMountInfo(), podDir).filter((m) => m.fsType === 'tmpfs').map((m) => m.mountPoint.slice(podDir.length));
+  expect(mounted).toEqual(expect.arrayContaining(['/volumes/kubernetes.io~secret/sec', '/volumes/kubernetes.io~projected/tok']));
+  await admin('DELETE', `${ns}/pods/vols`);
+  await waitForRuntimeGone(cri, [p.metadata!.uid!], 60_000);
+  await waitFor('pod directory removed', async () => (mountsUnder(await readMountInfo(), podDir).length === 0 && !(await pod('vols')) ? true : undefined), 30_000);
+  const { existsSync } = await import('node:fs');
+  await waitFor('pod dir gone', async () => (!existsSync(podDir) ? true : undefined), 30_000);
+});

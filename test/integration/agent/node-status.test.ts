@@ -1,0 +1,126 @@
+// Cluster mode's node side with the test API server, the real containerd and the real kubectl: registration, Ready, Lease, pod CIDR.
+import { execa } from 'execa';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { release, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { V1Lease, V1Node } from '@kubernetes/client-node';
+import { startTestApiServer, type TestApiServer } from '../../apiserver/test-apiserver.js';
+import { busybox, isRunning, testAgent, testNode, waitFor } from '../helpers/agent.js';
+
+const nodeCidr = '10.98.0.0/24';
+const { agent, uids } = await testAgent(async () => {
+  // The bridge plugin gave the pod bridge the new range's gateway address; the host keeps nothing of the test.
+  await execa('ip', ['addr', 'del', '10.98.0.1/24', 'dev', 'nodelet0'], { reject: false });
+  await server?.stop();
+  await rm(configDir, { recursive: true, force: true });
+});
+let server: TestApiServer | undefined;
+const configDir = await mkdtemp(join(tmpdir(), 'nodelet-config-'));
+
+async function kubectl(...args: string[]): Promise<string> {
+  const { stdout } = await execa('kubectl', ['--kubeconfig', server!.adminKubeconfig, ...args], { timeout: 20_000 });
+  return stdout;
+}
+
+async function getJson<T>(...args: string[]): Promise<T> {
+  return JSON.parse(await kubectl('get', ...args, '-o', 'json')) as T;
+}
+
+beforeAll(async () => {
+  // No pods run (tests hold the lock); a gateway address an earlier test left on the pod bridge would pin its range.
+  await execa('ip', ['addr', 'flush', 'dev', 'nodelet0', 'scope', 'global'], { reject: false });
+  server = await startTestApiServer({ nodeNames: [testNode] });
+  const config = join(configDir, 'kubelet.yaml');
+  await writeFile(
+    config,
+    [
+      'apiVersion: kubelet.config.k8s.io/v1beta1',
+      'kind: KubeletConfiguration',
+      'nodeStatusUpdateFrequency: 2s',
+      'nodeStatusReportFrequency: 1m0s',
+      // Renewed every 2 s, so the test sees renewals quickly.
+      'nodeLeaseDurationSeconds: 8',
+      'maxPods: 50',
+      'systemReserved:',
+      '  cpu: 100m',
+      '',
+    ].join('\n'),
+  );
+  await agent.start(['--kubeconfig', server.nodeKubeconfig(testNode), '--config', config]);
+});
+
+test('the node registers and kubectl get nodes -o wide shows it Ready with its address, OS, kernel and runtime', async () => {
+  const row = await waitFor('node Ready in kubectl get nodes', async () => {
+    const out = await kubectl('get', 'nodes', '-o', 'wide', '--no-headers').catch(() => '');
+    const line = out.split('\n').find((l) => l.startsWith(`${testNode} `));
+    return line && /\sReady\s/.test(line) ? line : undefined;
+  }, 60_000, 500);
+  const node = await getJson<V1Node>('node', testNode);
+  const internalIP = node.status?.addresses?.find((a) => a.type === 'InternalIP')?.address;
+  expect(internalIP).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+  expect(row).toContain(internalIP);
+  expect(row).toContain(node.status!.nodeInfo!.osImage);
+  expect(row).toContain(release());
+  expect(row).toMatch(/containerd:\/\/\d+\.\d+\.\d+/);
+  expect(row).toMatch(/v1\.32\.0\+nodelet\.\d+\.\d+\.\d+/);
+
+  expect(node.metadata?.labels).toMatchObject({ 'kubernetes.io/hostname': testNode, 'kubernetes.io/os': 'linux' });
+  expect(node.status?.capacity?.pods).toBe('50');
+  expect(node.status?.allocatable?.cpu).toMatch(/m$/);
+  expect(node.status?.daemonEndpoints?.kubeletEndpoint?.Port).toBe(10250);
+  const conditions = (node.status?.conditions ?? []).map((c) => `${c.type}=${c.status}:${c.reason}`);
+  expect(conditions).toEqual([
+    'MemoryPressure=False:KubeletHasSufficientMemory',
+    'DiskPressure=False:KubeletHasNoDiskPressure',
+    'PIDPressure=False:KubeletHasSufficientPID',
+    'Ready=True:KubeletReady',
+  ]);
+});
+
+test("kubelet's node events are recorded for the node", async () => {
+  const reasons = await waitFor('node events', async () => {
+    const list = await getJson<{ items: Array<{ reason?: string; involvedObject?: { kind?: string; name?: string } }> }>('events', '-A').catch(() => undefined);
+    const found = (list?.items ?? []).filter((e) => e.involvedObject?.kind === 'Node' && e.involvedObject.name === testNode).map((e) => e.reason);
+    return found.includes('NodeHasSufficientPID') ? found : undefined;
+  }, 30_000, 500);
+  expect(reasons).toEqual(expect.arrayContaining(['NodeHasSufficientMemory', 'NodeHasNoDiskPressure', 'NodeHasSufficientPID']));
+});
+
+test("the node's Lease is owned by the Node and its renewTime advances", async () => {
+  const node = await getJson<V1Node>('node', testNode);
+  const first = await waitFor('node lease', () => getJson<V1Lease>('lease', '-n', 'kube-node-lease', testNode).catch(() => undefined), 30_000, 500);
+  expect(first.spec?.holderIdentity).toBe(testNode);
+  expect(first.spec?.leaseDurationSeconds).toBe(8);
+  expect(first.metadata?.ownerReferences).toEqual([{ apiVersion: 'v1', kind: 'Node', name: testNode, uid: node.metadata!.uid }]);
+  const renewed = String(first.spec?.renewTime);
+  expect(renewed).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
+  const later = await waitFor('a newer renewTime', async () => {
+    const lease = await getJson<V1Lease>('lease', '-n', 'kube-node-lease', testNode);
+    return String(lease.spec?.renewTime) > renewed ? lease : undefined;
+  }, 15_000, 500);
+  expect(Date.parse(String(later.spec?.renewTime))).toBeGreaterThan(Date.parse(renewed));
+});
+
+test('Node.spec.podCIDR set by a controller manager gives new pods IPs from it', async () => {
+  await waitFor('the node', () => getJson<V1Node>('node', testNode).catch(() => undefined), 30_000, 500);
+  await kubectl('patch', 'node', testNode, '--type=merge', '-p', JSON.stringify({ spec: { podCIDR: nodeCidr, podCIDRs: [nodeCidr] } }));
+  await waitFor('the agent to take the pod CIDR', async () =>
+    agent.logLines().some((l) => l.podCIDR === nodeCidr && String(l.msg).startsWith('Pod network now allocates')) ? true : undefined,
+  30_000, 500);
+  await agent.writeManifest(
+    'cidr.yaml',
+    `apiVersion: v1
+kind: Pod
+metadata: {name: cidr}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: c, image: ${busybox}, command: [sleep, "3600"]}
+`,
+  );
+  const pod = await agent.waitForPod('cidr', 'Running with an IP', isRunning, 60_000).catch((err: Error) => {
+    throw new Error(`${err.message}\nagent log:\n${agent.logLines().filter((l) => JSON.stringify(l).includes('cidr')).slice(-15).map((l) => JSON.stringify(l)).join('\n')}`);
+  });
+  uids.add(pod.metadata!.uid!);
+  expect(pod.status?.podIP).toMatch(/^10\.98\.0\.\d+$/);
+});
