@@ -65,6 +65,21 @@ function eventFields(e: Obj): Record<string, string> {
 
 const EVENT_FIELD_LABELS = Object.keys(eventFields({}));
 
+const eventResource = {
+  version: 'v1',
+  resource: 'events',
+  kind: 'Event',
+  singular: 'event',
+  namespaced: true,
+  shortNames: ['ev'],
+  categories: [],
+  verbs: ALL_VERBS,
+  subresources: [],
+  storage: 'events',
+  fieldLabels: EVENT_FIELD_LABELS,
+  fields: eventFields,
+} satisfies Omit<ResourceDef, 'group'>;
+
 export const RESOURCES: readonly ResourceDef[] = [
   {
     group: '',
@@ -199,36 +214,9 @@ export const RESOURCES: readonly ResourceDef[] = [
     fieldLabels: [],
     fields: () => ({}),
   },
-  {
-    group: '',
-    version: 'v1',
-    resource: 'events',
-    kind: 'Event',
-    singular: 'event',
-    namespaced: true,
-    shortNames: ['ev'],
-    categories: [],
-    verbs: ALL_VERBS,
-    subresources: [],
-    storage: 'events',
-    fieldLabels: EVENT_FIELD_LABELS,
-    fields: eventFields,
-  },
-  {
-    group: 'events.k8s.io',
-    version: 'v1',
-    resource: 'events',
-    kind: 'Event',
-    singular: 'event',
-    namespaced: true,
-    shortNames: ['ev'],
-    categories: [],
-    verbs: ALL_VERBS,
-    subresources: [],
-    storage: 'events',
-    fieldLabels: EVENT_FIELD_LABELS,
-    fields: eventFields,
-  },
+  // One store, served in both groups (the core/v1 and events.k8s.io/v1 shapes are converted on the way).
+  { group: '', ...eventResource },
+  { group: 'events.k8s.io', ...eventResource },
   {
     group: 'coordination.k8s.io',
     version: 'v1',
