@@ -1,5 +1,5 @@
 // The HTTPS front of the test API server: authentication, authorization, routing of resource and discovery requests,
-// content negotiation (JSON, Table, PartialObjectMetadata), watch streams and the audit log.
+// content negotiation (JSON, Table, PartialObjectMetadata), protobuf request bodies, watch streams and the audit log.
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
@@ -20,6 +20,7 @@ import { authorizationError, authorize, authorizeNonResource, nonResourceAuthori
 import { SERVER_VERSION, apiGroupDocument, apiGroupList, apiResourceList, apiVersions, openApiV3ForPath, openApiV3Root } from './discovery.js';
 import { issueClientCert, type Pki } from './pki.js';
 import { bindPod, evictPod, podLog, type KubeletClientCredentials } from './pod-subresources.js';
+import { PROTOBUF_MEDIA_TYPE, decodeProtobufBody, endpointKind } from './protobuf.js';
 import { PATCH_TYPES, Registry, type DeleteOptions, type WriteContext } from './registry.js';
 import { requestInfo, type RequestInfo } from './request-info.js';
 import { allFieldLabels, apiVersionOf, eventsV1FieldLabel, findResource, objectFields, type Obj, type ResourceDef } from './resources.js';
@@ -195,7 +196,7 @@ export class ApiServer {
         auditFor(res.statusCode, 'ResponseComplete');
         return;
       }
-      const body = await this.readBody(req, info);
+      const body = await this.readBody(req, info, def);
       const { code, result } = this.serveResource(def, info, attrs, url, req, body, warnings);
       if (warnings.length > 0) res.setHeader('Warning', warningHeader(warnings));
       writeJson(res, code, this.encode(def, info, result, negotiate(req.headers.accept, url.searchParams)));
@@ -235,7 +236,7 @@ export class ApiServer {
     return 200;
   }
 
-  private async readBody(req: IncomingMessage, info: RequestInfo): Promise<unknown> {
+  private async readBody(req: IncomingMessage, info: RequestInfo, def: ResourceDef): Promise<unknown> {
     const chunks: Buffer[] = [];
     let size = 0;
     for await (const chunk of req) {
@@ -245,11 +246,14 @@ export class ApiServer {
       }
       chunks.push(chunk as Buffer);
     }
-    const text = Buffer.concat(chunks).toString('utf8');
+    const data = Buffer.concat(chunks);
+    const text = data.toString('utf8');
     if (text.trim() === '') return undefined;
     const contentType = String(req.headers['content-type'] ?? 'application/json').split(';')[0]?.trim() ?? '';
     if (info.verb === 'patch') {
       if (!PATCH_TYPES.includes(contentType)) throw unsupportedMediaType(contentType, PATCH_TYPES);
+    } else if (contentType === PROTOBUF_MEDIA_TYPE) {
+      return decodeProtobufBody(data, endpointKind(def, info.verb, info.subresource));
     } else if (!['application/json', 'application/yaml', ''].includes(contentType)) {
       throw unsupportedMediaType(contentType, ['application/json', 'application/yaml']);
     }

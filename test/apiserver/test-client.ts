@@ -20,6 +20,7 @@ export interface ApiResponse<T = Record<string, unknown>> {
 }
 
 export interface RequestOptions {
+  /** A string or Buffer goes as is, anything else as JSON. */
   body?: unknown;
   contentType?: string;
   accept?: string;
@@ -28,7 +29,7 @@ export interface RequestOptions {
 
 function open(creds: ApiCredentials, method: string, path: string, options: RequestOptions): Promise<IncomingMessage> {
   const headers: Record<string, string> = { Accept: options.accept ?? 'application/json' };
-  const payload = options.body === undefined ? undefined : typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
+  const payload = options.body === undefined ? undefined : typeof options.body === 'string' || Buffer.isBuffer(options.body) ? options.body : JSON.stringify(options.body);
   if (payload !== undefined) {
     headers['Content-Type'] = options.contentType ?? 'application/json';
     headers['Content-Length'] = String(Buffer.byteLength(payload));
