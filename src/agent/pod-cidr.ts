@@ -1,5 +1,6 @@
 // Applies the Node's spec.podCIDR to the pod network: new pods get IPs from it, after the same host-route check as at start.
-import { execa } from 'execa';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { cidrContains, parseCidr, parseIp } from '../cni/cidr.js';
 import { bridgeNames, hostLocalSubnets, loadPodNetworks, subnetCollisions } from '../cni/conflist.js';
 import type { PodNetwork } from '../cni/pod-network.js';
@@ -7,8 +8,9 @@ import { hostRoutes } from '../host/routes.js';
 
 /** The IPv4 addresses ("10.99.0.1/24") of a host interface; none when it does not exist. */
 async function interfaceIPv4Addresses(dev: string, signal: AbortSignal): Promise<string[]> {
-  const { stdout, exitCode } = await execa('ip', ['-j', '-4', 'addr', 'show', 'dev', dev], { reject: false, timeout: 10_000, cancelSignal: signal });
-  if (exitCode !== 0 || !stdout) return [];
+  // A missing device makes `ip` fail: no addresses.
+  const stdout = await promisify(execFile)('ip', ['-j', '-4', 'addr', 'show', 'dev', dev], { timeout: 10_000, signal }).then((r) => r.stdout, () => '');
+  if (!stdout) return [];
   const links = JSON.parse(stdout) as Array<{ addr_info?: Array<{ local?: string; prefixlen?: number }> }>;
   return links.flatMap((l) => (l.addr_info ?? []).filter((a) => a.local).map((a) => `${a.local}/${a.prefixlen ?? 32}`));
 }

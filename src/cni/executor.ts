@@ -1,7 +1,7 @@
 // Runs CNI plugin binaries for network configuration lists as the spec's runtime side (ADD/DEL/CHECK), like libcni.
+import { spawn } from 'node:child_process';
 import { access, constants, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { execa } from 'execa';
 import { logger as rootLogger, type Logger } from '../log.js';
 import { DEFAULT_CNI_CACHE_DIR, ResultCache } from './cache.js';
 import { compareVersions, convertResult, formatCniArgs, parseResult, podIdentity, validateRuntimeConf } from './protocol.js';
@@ -361,15 +361,9 @@ export class CniExecutor {
       throw new CniError({ code: CniErrorCode.TryAgainLater, msg: `${command} canceled`, plugin: type, cause: signal.reason });
     }
     // The plugin gets its own process group so a timeout or cancel kills what it started too: a grandchild
-    // holding stdout open would otherwise keep the call waiting.
-    const subprocess = execa(path, [], {
-      input,
-      env,
-      extendEnv: true,
-      detached: true,
-      reject: false,
-      stripFinalNewline: false,
-    });
+    // holding stdout open would otherwise keep the call waiting. A plain spawn: execa costs 2-3x the CPU per plugin.
+    const startedAt = performance.now();
+    const subprocess = spawn(path, [], { env: { ...process.env, ...env }, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
     let stopped: 'timeout' | 'cancel' | undefined;
     const stop = (why: 'timeout' | 'cancel'): void => {
       if (stopped || subprocess.pid === undefined) return;
@@ -383,16 +377,15 @@ export class CniExecutor {
     const timer = setTimeout(() => stop('timeout'), this.pluginTimeoutMs);
     const onAbort = (): void => stop('cancel');
     signal?.addEventListener('abort', onAbort, { once: true });
-    let r;
+    let r: PluginExit;
     try {
-      r = await subprocess;
+      r = await pluginExit(subprocess, input);
     } finally {
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
     }
-    const stdout = String(r.stdout ?? '');
-    const stderr = String(r.stderr ?? '');
-    log.debug({ plugin: type, ms: Math.round(r.durationMs), exitCode: r.exitCode, ...(stderr ? { stderr } : {}) }, 'CNI plugin ran');
+    const { stdout, stderr } = r;
+    log.debug({ plugin: type, ms: Math.round(performance.now() - startedAt), exitCode: r.exitCode, ...(stderr ? { stderr } : {}) }, 'CNI plugin ran');
     if (stopped === 'cancel') {
       throw new CniError({ code: CniErrorCode.TryAgainLater, msg: `${command} canceled`, plugin: type, cause: signal?.reason });
     }
@@ -403,9 +396,43 @@ export class CniExecutor {
         plugin: type,
       });
     }
-    if (r.failed) throw pluginFailure(type, command, r.exitCode, r.originalMessage ?? r.shortMessage ?? '', stdout, stderr, r);
+    if (r.exitCode !== 0) throw pluginFailure(type, command, r.exitCode, r.message, stdout, stderr, r.error);
     return stdout;
   }
+}
+
+interface PluginExit {
+  stdout: string;
+  stderr: string;
+  /** Undefined when the plugin could not be started or was ended by a signal. */
+  exitCode: number | undefined;
+  /** Why there is no exit code. */
+  message: string;
+  error?: Error;
+}
+
+/** Feeds the plugin its stdin and collects its output until it exits (and its output pipes close). */
+function pluginExit(subprocess: ReturnType<typeof spawn>, input: string): Promise<PluginExit> {
+  return new Promise((resolve) => {
+    const stdout: Buffer[] = [];
+    const stderr: Buffer[] = [];
+    let spawnError: Error | undefined;
+    subprocess.stdout!.on('data', (d: Buffer) => stdout.push(d));
+    subprocess.stderr!.on('data', (d: Buffer) => stderr.push(d));
+    subprocess.on('error', (err) => (spawnError = err));
+    // A plugin may exit without reading its stdin (e.g. VERSION): the broken pipe is not an error.
+    subprocess.stdin!.on('error', () => undefined);
+    subprocess.stdin!.end(input);
+    subprocess.on('close', (code, sig) => {
+      resolve({
+        stdout: Buffer.concat(stdout).toString(),
+        stderr: Buffer.concat(stderr).toString(),
+        exitCode: spawnError ? undefined : (code ?? undefined),
+        message: spawnError ? spawnError.message : sig ? `killed by ${sig}` : '',
+        ...(spawnError ? { error: spawnError } : {}),
+      });
+    });
+  });
 }
 
 /** The plugin's own error (CNI error JSON on stdout) or, failing that, what its stderr or exit said. */

@@ -1,4 +1,4 @@
-// The pod network as the agent sees it: loopback plus the main network per sandbox, with the sandboxes' IPs.
+// The pod network as the agent sees it: the main network per sandbox, with the sandboxes' IPs.
 import { logger as rootLogger, type Logger } from '../log.js';
 import type { CniExecutor, GarbageCollectReport } from './executor.js';
 import { podIdentity, resultPodIPs } from './protocol.js';
@@ -89,23 +89,17 @@ export class PodNetwork {
   }
 
   /**
-   * Attaches a sandbox: loopback on "lo" and the main network on `rt.ifName`. The two attachments are
-   * independent interfaces, so they are set up side by side (sandbox start latency). Returns the main
-   * network's result. On failure what was set up is torn down before the error is rethrown, so no IP stays
-   * reserved.
+   * Attaches a sandbox to the main network on `rt.ifName` and returns the result. Loopback is not the agent's:
+   * containerd's CRI brings up "lo" itself (go-cni's built-in loopback network) before calling the CNI plugin
+   * in its conf dir, which is the agent's shim. On failure what was set up is torn down before the error is
+   * rethrown, so no IP stays reserved.
    */
   async setUp(rt: CniRuntimeConf, signal?: AbortSignal): Promise<CniResult> {
     return this.#serialized(rt.containerId, async () => {
       this.#touched.add(rt.containerId);
       const log = this.#logger(rt);
       try {
-        const [loopback, main] = await Promise.allSettled([
-          this.executor.add(this.loopback, loopbackConf(rt), signal),
-          this.executor.add(this.main, rt, signal),
-        ]);
-        if (main.status === 'rejected') throw main.reason;
-        if (loopback.status === 'rejected') throw loopback.reason;
-        const result = main.value;
+        const result = await this.executor.add(this.main, rt, signal);
         this.#results.set(rt.containerId, result);
         log.info({ ips: resultPodIPs(result), netns: rt.netns }, 'pod network set up');
         return result;
@@ -121,7 +115,7 @@ export class PodNetwork {
     });
   }
 
-  /** Detaches a sandbox (main network, then loopback). Idempotent: a second call finds nothing and succeeds. */
+  /** Detaches a sandbox (main network, then a loopback attachment of older agents). Idempotent: a second call finds nothing and succeeds. */
   async tearDown(rt: CniRuntimeConf, signal?: AbortSignal): Promise<void> {
     await this.#serialized(rt.containerId, async () => {
       this.#touched.add(rt.containerId);
@@ -140,15 +134,23 @@ export class PodNetwork {
     } catch (err) {
       mainError = err;
     }
-    // Loopback is attempted even when the main network failed: its cache record must go either way.
-    await this.executor.del(this.loopback, loopbackConf(rt), signal);
+    // Agents before containerd's own loopback was relied on attached "lo" too: such a record is deleted even when
+    // the main network failed. Without one there is nothing of the agent's on "lo".
+    if (await this.#hasLoopbackAttachment(rt)) await this.executor.del(this.loopback, loopbackConf(rt), signal);
     if (mainError !== undefined) throw mainError;
   }
 
-  /** Asks the plugins whether the sandbox's networking is still as set up. */
+  async #hasLoopbackAttachment(rt: CniRuntimeConf): Promise<boolean> {
+    try {
+      return (await this.executor.cache.read(this.loopback.name, rt.containerId, LOOPBACK_IFNAME)) !== undefined;
+    } catch {
+      return true; // unreadable: DEL copes with that and removes it
+    }
+  }
+
+  /** Asks the plugins whether the sandbox's main network is still as set up. */
   async check(rt: CniRuntimeConf, signal?: AbortSignal): Promise<void> {
     await this.#serialized(rt.containerId, async () => {
-      await this.executor.check(this.loopback, loopbackConf(rt), signal);
       await this.executor.check(this.main, rt, signal);
     });
   }

@@ -1,5 +1,6 @@
 // The host's routes in every routing table (from iproute2's JSON output), to keep the pod subnet off host networks.
-import { execa } from 'execa';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 
 export interface HostRoute {
   /** CIDR, a bare address (a host route) or "default". */
@@ -14,9 +15,10 @@ export interface HostRoute {
 
 /** Reads `ip -j route show table all` (IPv4 and IPv6). */
 export async function hostRoutes(opts: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<HostRoute[]> {
-  const { stdout } = await execa('ip', ['-j', 'route', 'show', 'table', 'all'], {
+  const { stdout } = await promisify(execFile)('ip', ['-j', 'route', 'show', 'table', 'all'], {
     timeout: opts.timeoutMs ?? 10_000,
-    ...(opts.signal ? { cancelSignal: opts.signal } : {}),
+    maxBuffer: 64 * 1024 * 1024,
+    ...(opts.signal ? { signal: opts.signal } : {}),
   });
   return parseIpRouteJson(stdout);
 }

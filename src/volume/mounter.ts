@@ -1,6 +1,7 @@
 // The host's mount table and the mount/umount commands nodelet runs for pod volumes (tmpfs, subPath binds, shared mounts).
 import { readFile } from 'node:fs/promises';
-import { execa } from 'execa';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 
 export interface MountInfo {
   id: number;
@@ -76,7 +77,7 @@ const mountTimeoutMs = 30_000;
 async function run(args: string[], what: string, signal?: AbortSignal): Promise<void> {
   const [cmd, ...rest] = args as [string, ...string[]];
   try {
-    await execa(cmd, rest, { timeout: mountTimeoutMs, ...(signal ? { cancelSignal: signal } : {}) });
+    await promisify(execFile)(cmd, rest, { timeout: mountTimeoutMs, ...(signal ? { signal } : {}) });
   } catch (err) {
     const stderr = (err as { stderr?: string }).stderr?.trim();
     throw new MountError(`${what} failed: ${stderr || (err as Error).message}`, { cause: err });
