@@ -14,8 +14,10 @@
 // CPU (its own; its reaped children apart) and RSS over --probe-seconds. Exec probes run in containerd and the pods'
 // shims, not in the agent: their CPU is printed beside it. The bench does not poll the agent during that window.
 //
-// Usage: node dist/bench/bench.js [--only startup|probes] [--reps N] [--pods N] [--probe-pods N] [--probe-seconds N] [--json]
-//          [--poll-ms N] [--eager-poll] [--agent-v N] [--agent-log FILE] [--agent-cpu-prof FILE] [--agent-heap-prof FILE]
+// Cluster mode (bench/cluster.ts): the pod startup latency SLI through the test API server and its watch, beside the floor.
+//
+// Usage: node dist/bench/bench.js [--only startup|probes|cluster] [--reps N] [--pods N] [--probe-pods N] [--probe-seconds N] [--json]
+//          [--sa-token] [--poll-ms N] [--eager-poll] [--agent-v N] [--agent-log FILE] [--agent-cpu-prof FILE] [--agent-heap-prof FILE]
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createWriteStream, existsSync, readdirSync, readFileSync, renameSync, writeFileSync, type WriteStream } from 'node:fs';
@@ -31,6 +33,7 @@ import { CriClient } from '../src/cri/client.js';
 import { hostDnsConfig } from '../src/host/node.js';
 import { podNamespaceLabel } from '../src/pod/labels.js';
 import { buildContainerConfig, buildSandboxConfig, type NodeRuntimeSettings } from '../src/pod/runtime-config.js';
+import { clusterTable, runClusterPhase, type ClusterBenchHost, type ClusterResults } from './cluster.js';
 
 const repoRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
 const nodeBinary = join(repoRoot, 'node_modules/.bin/node');
@@ -62,10 +65,10 @@ const otherAgentWaitMs = 15 * 60_000;
 
 // ------------------------------------------------------------------------------------------------------------ options
 
-type Phase = 'startup' | 'probes';
+type Phase = 'startup' | 'probes' | 'cluster';
 
 interface Options {
-  /** The phases to run: both by default. */
+  /** The phases to run: all by default. */
   phases: Set<Phase>;
   reps: number;
   pods: number;
@@ -78,20 +81,25 @@ interface Options {
   json: boolean;
   pollMs: number;
   eagerPoll: boolean;
+  /** Cluster phase: the pods get the default service account token volume (as kube's admission gives any pod). */
+  saToken: boolean;
   agentV: number;
   agentLog: string;
 }
 
-const usage = `usage: node dist/bench/bench.js [--only startup|probes] [--reps N] [--pods N] [--probe-pods N] [--probe-seconds N] [--json]
-         [--poll-ms N] [--eager-poll] [--agent-v N] [--agent-log FILE] [--agent-cpu-prof FILE] [--agent-heap-prof FILE]
-  --only P     run only one phase: startup (floor vs nodelet start-up latency, peak RSS) or probes (the agent's CPU and
-               RSS with probed pods running); both by default, start-up first
+const usage = `usage: node dist/bench/bench.js [--only startup|probes|cluster] [--reps N] [--pods N] [--probe-pods N] [--probe-seconds N] [--json]
+         [--sa-token] [--poll-ms N] [--eager-poll] [--agent-v N] [--agent-log FILE] [--agent-cpu-prof FILE] [--agent-heap-prof FILE]
+  --only P     run only one phase: startup (floor vs nodelet start-up latency, peak RSS), probes (the agent's CPU and
+               RSS with probed pods running) or cluster (pod startup SLI through the test API server vs the floor, API
+               requests per pod); all three by default, in that order
   --reps N     repetitions of each start-up measurement (default 5)
   --pods N     pods started at once in the parallel case (default 30)
   --probe-pods N     pods running during the probe-load window (default 30)
   --probe-seconds N  length of the probe-load window (default 120)
   --json       print the figures as JSON on stdout (the table then goes to stderr)
   --poll-ms N  interval between polls of the agent's status socket once every pod has its container created (default 5)
+  --sa-token   cluster phase: let the API pods mount the default service account token (kube's default; the floor's pods
+               and the other phases' have no volume), so the figures include the token and kube-root-ca.crt requests
   --eager-poll poll every --poll-ms from the manifest rename on, not only once the agent logged 'Created container'
                for every pod (the answer then costs the agent CPU while it is busiest: for comparison only)
   --agent-v N  the agent's log verbosity (-v), for diagnosis only (default 0)
@@ -107,8 +115,8 @@ Needs both containerds of the rig: bash scripts/runtime.sh up && NODELET_RUNTIME
 
 function parseOptions(argv: string[]): Options {
   const opts: Options = {
-    phases: new Set(['startup', 'probes']), reps: 5, pods: 30, probePods: 30, probeSeconds: 120, agentCpuProf: '', agentHeapProf: '',
-    json: false, pollMs: 5, eagerPoll: false, agentV: 0, agentLog: '',
+    phases: new Set(['startup', 'probes', 'cluster']), reps: 5, pods: 30, probePods: 30, probeSeconds: 120, agentCpuProf: '', agentHeapProf: '',
+    json: false, pollMs: 5, eagerPoll: false, saToken: false, agentV: 0, agentLog: '',
   };
   const int = (flag: string, value: string | undefined, min: number): number => {
     if (value === undefined || !/^\d+$/.test(value) || Number(value) < min) throw new UsageError(`${flag} needs an integer >= ${min}`);
@@ -124,7 +132,7 @@ function parseOptions(argv: string[]): Options {
       case '--probe-seconds': opts.probeSeconds = int(flag, value(), 10); break;
       case '--only': {
         const phase = value();
-        if (phase !== 'startup' && phase !== 'probes') throw new UsageError('--only needs startup or probes');
+        if (phase !== 'startup' && phase !== 'probes' && phase !== 'cluster') throw new UsageError('--only needs startup, probes or cluster');
         opts.phases = new Set([phase]);
         break;
       }
@@ -135,6 +143,7 @@ function parseOptions(argv: string[]): Options {
       case '--agent-log': opts.agentLog = value() ?? ''; if (!opts.agentLog) throw new UsageError('--agent-log needs a file'); break;
       case '--json': opts.json = true; break;
       case '--eager-poll': opts.eagerPoll = true; break;
+      case '--sa-token': opts.saToken = true; break;
       case '-h': case '--help': throw new UsageError('', 0);
       default: throw new UsageError(`unknown argument: ${argv[i]}`);
     }
@@ -378,7 +387,9 @@ class BenchAgent {
   /** The inspector's WebSocket URL, once the agent printed it (only when started with `inspect`). */
   inspectorUrl?: string;
 
-  constructor(base: string, private readonly verbosity: number, private readonly logFile: string, private readonly inspect = false) {
+  constructor(base: string, private readonly verbosity: number, private readonly logFile: string, private readonly inspect = false,
+    /** More flags (cluster mode's --kubeconfig). */
+    private readonly extraFlags: string[] = []) {
     this.manifestDir = join(base, 'manifests');
     this.rootDir = join(base, 'root');
     this.podLogsDir = join(base, 'pod-logs');
@@ -411,6 +422,7 @@ class BenchAgent {
       '--hostname-override', benchNode,
       '--logging-format', 'json',
       '-v', String(this.verbosity),
+      ...this.extraFlags,
     ];
     // Own process group: a terminal's Ctrl-C reaches only the bench, which then has the agent tear its pods down.
     // setpriv (util-linux) execs the agent with SIGTERM as its parent-death signal, so even a SIGKILLed bench leaves no
@@ -574,9 +586,13 @@ class Bench {
 
   constructor(readonly opts: Options, readonly signal: AbortSignal) {}
 
-  /** The containerds the chosen phases use: the floor only for the start-up measurements. */
+  /** The containerds the chosen phases use: the floor only for the start-up and cluster measurements. */
   containerds(): (readonly ['main' | 'floor', CriClient])[] {
-    return this.opts.phases.has('startup') ? [['main', this.main], ['floor', this.floor]] : [['main', this.main]];
+    return this.usesFloor() ? [['main', this.main], ['floor', this.floor]] : [['main', this.main]];
+  }
+
+  usesFloor(): boolean {
+    return this.opts.phases.has('startup') || this.opts.phases.has('cluster');
   }
 
   async prepare(): Promise<void> {
@@ -670,11 +686,12 @@ class Bench {
       (await cri.listPodSandbox({ state: 'SANDBOX_READY' }, { signal: this.signal, timeoutMs: 10_000 })).filter(
         (s) => s.labels[podNamespaceLabel] !== benchNamespace,
       ).length;
-    return { main: await count(this.main), floor: this.opts.phases.has('startup') ? await count(this.floor) : 0 };
+    return { main: await count(this.main), floor: this.usesFloor() ? await count(this.floor) : 0 };
   }
 
-  async startAgent(): Promise<void> {
-    this.agent = new BenchAgent(this.base, this.opts.agentV, this.opts.agentLog, this.opts.agentCpuProf !== '' || this.opts.agentHeapProf !== '');
+  /** Starts the agent (standalone, or with `flags` in a directory of its own under the bench's). */
+  async startAgent(flags: string[] = [], dir = this.base): Promise<void> {
+    this.agent = new BenchAgent(dir, this.opts.agentV, this.opts.agentLog, this.opts.agentCpuProf !== '' || this.opts.agentHeapProf !== '', flags);
     await this.agent.start(this.signal);
     progress(`agent started (pid ${this.agent.pid}); waiting until it is idle...`);
     await this.waitAgentIdle();
@@ -1458,6 +1475,7 @@ interface RunResults {
   runtime: string;
   startup?: Results;
   probes?: ProbeLoad;
+  cluster?: ClusterResults;
 }
 
 async function run(bench: Bench, opts: Options): Promise<RunResults> {
@@ -1469,26 +1487,62 @@ async function run(bench: Bench, opts: Options): Promise<RunResults> {
   await bench.removeStaleTempDirs();
   const foreign = await bench.foreignPods();
   if (foreign.main + foreign.floor > 0) bench.note(`other pods share the containerds at the start (main ${foreign.main}, floor ${foreign.floor}); figures may be disturbed`);
-  await bench.startAgent();
-  const agent = bench.agent!;
-  const idleStartMB = memoryMB(agent.pid!, 'VmRSS');
-  progress(`agent idle; RSS ${idleStartMB.toFixed(1)} MB`);
   const version = await bench.main.version();
   const out: RunResults = {
     machine: { cpus: cpus().length, kernel: release(), node: process.version },
     runtime: `${version.runtimeName} ${version.runtimeVersion}`,
   };
-  if (opts.phases.has('startup')) out.startup = await runStartup(bench, opts, out, idleStartMB);
-  if (opts.phases.has('probes')) {
-    // The probe load is about an agent that runs probed pods: a fresh agent keeps the heap the start-up bursts
-    // (and their 5 ms status polling) grew out of its RSS figure.
-    if (out.startup) {
-      await bench.agent!.stop();
-      await bench.startAgent();
+  if (opts.phases.has('startup') || opts.phases.has('probes')) {
+    await bench.startAgent();
+    const idleStartMB = memoryMB(bench.agent!.pid!, 'VmRSS');
+    progress(`agent idle; RSS ${idleStartMB.toFixed(1)} MB`);
+    if (opts.phases.has('startup')) out.startup = await runStartup(bench, opts, out, idleStartMB);
+    if (opts.phases.has('probes')) {
+      // The probe load is about an agent that runs probed pods: a fresh agent keeps the heap the start-up bursts
+      // (and their 5 ms status polling) grew out of its RSS figure.
+      if (out.startup) {
+        await bench.agent!.stop();
+        await bench.startAgent();
+      }
+      out.probes = await runProbeLoad(bench);
     }
-    out.probes = await runProbeLoad(bench);
+  }
+  if (opts.phases.has('cluster')) {
+    // The standalone agent has torn its pods down; the cluster phase starts its own agent with --kubeconfig.
+    await bench.agent?.stop();
+    out.cluster = await runClusterPhase(clusterHost(bench));
   }
   return out;
+}
+
+/** What the cluster phase (bench/cluster.ts) uses of the bench: the floor, the agent's process, progress and notes. */
+function clusterHost(bench: Bench): ClusterBenchHost {
+  return {
+    signal: bench.signal,
+    reps: bench.opts.reps,
+    pods: bench.opts.pods,
+    saToken: bench.opts.saToken,
+    nodeName: benchNode,
+    namespace: benchNamespace,
+    podSpec,
+    dir: join(bench.base, 'cluster'),
+    main: bench.main,
+    progress,
+    note: (message) => bench.note(message),
+    startAgent: (flags) => bench.startAgent(flags, join(bench.base, 'cluster')),
+    stopAgent: async () => bench.agent?.stop(),
+    agentRunning: () => !!bench.agent?.running,
+    agentOutput: () => bench.agent?.recentOutput() ?? '',
+    agentLines: () => bench.agent?.lines ?? [],
+    waitAgentIdle: () => bench.waitAgentIdle(),
+    floorRun: async (names) => {
+      const s = await bench.floorRun(names);
+      await bench.removeBenchPods(bench.floor, bench.signal);
+      return { elapsedMs: s.elapsedMs, perPodMs: s.runPodSandboxMs.map((run, i) => run + s.createContainerMs[i]! + s.startContainerMs[i]!) };
+    },
+    watchForOtherAgents: () => bench.watchForOtherAgents(),
+    stopWatching: () => bench.stopWatching(),
+  };
 }
 
 /** Floor vs nodelet start-up, 1 pod and --pods at once, interleaved; the agent's peak RSS through it. */
@@ -1807,11 +1861,12 @@ async function main(): Promise<number> {
   const f = res.startup ? figures(res.startup) : undefined;
   let text = f ? table(f, []) : `nodelet benchmark: ${res.runtime}, ${res.machine.cpus} CPUs, kernel ${res.machine.kernel}, Node ${res.machine.node}\n`;
   if (res.probes) text += `\n${probeTable(res.probes)}`;
+  if (res.cluster) text += `\n${clusterTable(res.cluster)}`;
   if (bench.notes.length > 0) text += `\n${bench.notes.map((n) => `NOTE: ${n}\n`).join('')}`;
   if (opts.json) {
     process.stderr.write(text);
     const common = f ?? { machine: res.machine, runtime: res.runtime };
-    process.stdout.write(JSON.stringify({ ...common, ...(res.probes ? { probeLoad: res.probes } : {}), notes: bench.notes }, null, 2) + '\n');
+    process.stdout.write(JSON.stringify({ ...common, ...(res.probes ? { probeLoad: res.probes } : {}), ...(res.cluster ? { cluster: res.cluster } : {}), notes: bench.notes }, null, 2) + '\n');
   } else {
     process.stdout.write(text);
   }

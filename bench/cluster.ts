@@ -1,0 +1,728 @@
+// The benchmark's cluster phase: nodelet in cluster mode against the test API server. It measures the pod startup latency
+// SLI as sig-scalability defines it (from the pod's creation until all its containers are reported started, as observed
+// through a watch; images already present) for 1 pod and for --pods pods created at once, beside the raw CRI floor of the
+// same run; the latency of one pod status write on this API server; and, from the server's audit log, the API requests
+// nodelet made per pod started and its status writes per pod from Pending to Running.
+//
+// Start of a pod: the bench's high-resolution clock just before its create call (creationTimestamp has second precision).
+// Each pod is bound right after its create returns: a v1 Binding with the pod's uid, posted as kube-scheduler's
+// DefaultBinder does (test/apiserver/scheduler.ts bindPod), but over the bench's kept-alive admin connection: bindPod opens
+// two fresh TLS connections per pod, whose handshakes would load the process that also serves the API during the burst.
+// End: the arrival at the bench of the watch event in which every container of the pod has started=true and is running.
+// The API server runs inside the bench process; the agent is the bin file, as in the other phases.
+import { mkdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import type { V1Node, V1Pod, V1PodList, V1PodSpec } from '@kubernetes/client-node';
+import { isGone, isNotFound, KubeClient, strategicMergePatch, type WatchEvent } from '../src/apiserver/client.js';
+import { loadKubeconfig } from '../src/apiserver/kubeconfig.js';
+import type { CriClient } from '../src/cri/client.js';
+import { podNamespaceLabel } from '../src/pod/labels.js';
+import { startTestApiServer, type TestApiServer } from '../test/apiserver/test-apiserver.js';
+
+/** Floor figures of one run: until the last StartContainer returned, and per pod (its three CRI calls). */
+export interface FloorTimes {
+  elapsedMs: number;
+  perPodMs: number[];
+}
+
+/** One line of the agent's JSON log (the fields the bench reads). */
+export interface AgentLogLine {
+  time: number;
+  msg: string;
+  pod?: string;
+  phase?: string;
+  level?: number;
+}
+
+/** What the phase needs from the bench (bench.ts): its options, the floor, and the agent's process. */
+export interface ClusterBenchHost {
+  readonly signal: AbortSignal;
+  readonly reps: number;
+  readonly pods: number;
+  /** The API pods mount the default service account token (else automountServiceAccountToken: false, as the floor's). */
+  readonly saToken: boolean;
+  readonly nodeName: string;
+  /** Every pod of the phase lives here: the bench's runtime cleanup finds their leftovers by this namespace's label. */
+  readonly namespace: string;
+  /** The same pod spec as the floor's and the standalone phase's. */
+  podSpec(): V1PodSpec;
+  /** The phase's own directory (the API server's state and audit log, the agent's root); removed with the bench's. */
+  readonly dir: string;
+  readonly main: CriClient;
+  progress(message: string): void;
+  note(message: string): void;
+  /** Starts nodelet with these flags besides the bench's usual ones (root dir, node name, JSON log); waits until idle. */
+  startAgent(flags: string[]): Promise<void>;
+  stopAgent(): Promise<void>;
+  agentRunning(): boolean;
+  agentOutput(): string;
+  agentLines(): readonly AgentLogLine[];
+  waitAgentIdle(): Promise<void>;
+  /** Starts these floor pods straight over CRI, then removes them (untimed). */
+  floorRun(names: string[]): Promise<FloorTimes>;
+  watchForOtherAgents(): void;
+  stopWatching(): void;
+}
+
+const targetFloorFactor = 1.3;
+const targetStatusWritesPerPod = 3;
+const singleTimeoutMs = 60_000;
+const burstTimeoutMs = 300_000;
+const teardownTimeoutMs = 120_000;
+const nodeReadyTimeoutMs = 60_000;
+const statusWriteWarmups = 5;
+const statusWriteSamples = 20;
+const scratchPod = 'status-write-probe';
+
+const now = () => performance.now();
+const round1 = (x: number) => Math.round(x * 10) / 10;
+const round2 = (x: number) => Math.round(x * 100) / 100;
+
+function median(xs: number[]): number {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
+
+/** Nearest-rank percentile (p99 of 30 values is the largest). */
+function percentile(xs: number[], p: number): number {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
+}
+
+function fmtMs(ms: number): string {
+  if (!Number.isFinite(ms)) return '-';
+  return ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(1)} ms`;
+}
+
+function errorText(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  return err.cause ? `${err.message} (${errorText(err.cause)})` : err.message;
+}
+
+/** All the pod's containers reported started (started=true, state running): the SLI's end. */
+function allContainersStarted(pod: V1Pod): boolean {
+  const statuses = pod.status?.containerStatuses ?? [];
+  return statuses.length === (pod.spec?.containers.length ?? 0) && statuses.every((c) => c.started === true && !!c.state?.running);
+}
+
+// ------------------------------------------------------------------------------------------------------------ samples
+
+interface PodTrack {
+  name: string;
+  /** ms after the sample's t0: just before the create call, after the binding's answer, at the watch event's arrival. */
+  startMs: number;
+  boundMs?: number;
+  observedMs?: number;
+  /** Wall clock of the watch event's arrival (for the audit log and the agent's log). */
+  observedEpoch?: number;
+}
+
+interface ClusterSample {
+  pods: number;
+  t0Epoch: number;
+  /** Wall clock when the last pod was seen started, when their deletion began, and when they were gone (API and runtime). */
+  endEpoch: number;
+  deleteEpoch: number;
+  goneEpoch: number;
+  tracks: PodTrack[];
+}
+
+/** Per pod: from just before its create call to its watch event. The sample's time: from t0 to the last watch event. */
+const podLatencies = (s: ClusterSample) => s.tracks.map((t) => t.observedMs! - t.startMs);
+const lastPodMs = (s: ClusterSample) => Math.max(...s.tracks.map((t) => t.observedMs!));
+
+// ------------------------------------------------------------------------------------------------------------ audit log
+
+interface AuditEvent {
+  stage?: string;
+  verb?: string;
+  user?: { username?: string };
+  objectRef?: { resource?: string; subresource?: string; namespace?: string; name?: string };
+  responseStatus?: { code?: number };
+  requestReceivedTimestamp?: string;
+}
+
+interface AuditEntry {
+  key: string;
+  verb: string;
+  resource: string;
+  subresource: string;
+  name: string;
+  code: number;
+  at: number;
+}
+
+/** The node user's requests from the audit log (one entry per request: watches at their start, others complete). */
+async function nodeRequests(file: string, username: string): Promise<AuditEntry[]> {
+  const text = await readFile(file, 'utf8').catch(() => '');
+  const out: AuditEntry[] = [];
+  for (const line of text.split('\n')) {
+    if (!line) continue;
+    let e: AuditEvent;
+    try {
+      e = JSON.parse(line) as AuditEvent;
+    } catch {
+      continue;
+    }
+    if (e.user?.username !== username) continue;
+    if (!(e.stage === 'ResponseComplete' || (e.verb === 'watch' && e.stage === 'ResponseStarted'))) continue;
+    const resource = e.objectRef?.resource ?? '(non-resource)';
+    const subresource = e.objectRef?.subresource ?? '';
+    const verb = e.verb ?? '';
+    out.push({
+      key: `${verb} ${resource}${subresource ? `/${subresource}` : ''}`,
+      verb,
+      resource,
+      subresource,
+      name: e.objectRef?.name ?? '',
+      code: e.responseStatus?.code ?? 0,
+      at: Date.parse(e.requestReceivedTimestamp ?? ''),
+    });
+  }
+  return out;
+}
+
+const isStatusWrite = (e: AuditEntry) => e.resource === 'pods' && e.subresource === 'status' && (e.verb === 'patch' || e.verb === 'update');
+
+interface RequestTable {
+  /** verb resource[/subresource] -> requests per pod started (mean over the reps' windows). */
+  perPod: Record<string, number>;
+  totalPerPod: number;
+  /** Requests answered with a code >= 400, by key and code. */
+  failed: Record<string, number>;
+  /** Status writes per pod from its creation until the watch showed it started: median and max over all pods. */
+  statusWritesToRunning: { median: number; max: number };
+  /** Status writes per pod from its creation until the bench began deleting it (settled; after the window). */
+  statusWritesBeforeDelete: { median: number; max: number };
+}
+
+/** The node's requests per pod in each sample's window (by default from the first create to the last pod seen started). */
+function requestTable(samples: ClusterSample[], entries: AuditEntry[], window = (s: ClusterSample) => [s.t0Epoch, s.endEpoch] as const): RequestTable {
+  const counts = new Map<string, number>();
+  const failed = new Map<string, number>();
+  let pods = 0;
+  const toRunning: number[] = [];
+  const beforeDelete: number[] = [];
+  for (const s of samples) {
+    pods += s.pods;
+    const [from, to] = window(s);
+    for (const e of entries) {
+      if (e.at < from || e.at > to) continue;
+      counts.set(e.key, (counts.get(e.key) ?? 0) + 1);
+      if (e.code >= 400) failed.set(`${e.key} ${e.code}`, (failed.get(`${e.key} ${e.code}`) ?? 0) + 1);
+    }
+    for (const t of s.tracks) {
+      const writes = entries.filter((e) => isStatusWrite(e) && e.name === t.name && e.at >= s.t0Epoch);
+      toRunning.push(writes.filter((e) => e.at <= t.observedEpoch!).length);
+      beforeDelete.push(writes.filter((e) => e.at < s.deleteEpoch).length);
+    }
+  }
+  const perPod: Record<string, number> = {};
+  for (const [k, n] of [...counts.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))) perPod[k] = round2(n / pods);
+  const total = [...counts.values()].reduce((a, b) => a + b, 0);
+  return {
+    perPod,
+    totalPerPod: round2(total / pods),
+    failed: Object.fromEntries(failed),
+    statusWritesToRunning: { median: median(toRunning), max: Math.max(...toRunning) },
+    statusWritesBeforeDelete: { median: median(beforeDelete), max: Math.max(...beforeDelete) },
+  };
+}
+
+// ------------------------------------------------------------------------------------------------------------ agent steps
+
+const stepNames = [
+  { key: 'sandbox', label: "'Created pod sandbox' (RunPodSandbox back)" },
+  { key: 'started', label: "'Started container'" },
+  { key: 'running', label: "'Pod phase changed' Running" },
+  { key: 'observed', label: 'watch event: all containers started' },
+] as const;
+type StepKey = (typeof stepNames)[number]['key'];
+
+/** Agent log timestamps per pod, in ms after the pod's create call. */
+function podSteps(s: ClusterSample, lines: readonly AgentLogLine[], namespace: string): Map<string, Partial<Record<StepKey, number>>> {
+  const steps = new Map<string, Partial<Record<StepKey, number>>>();
+  const startEpoch = new Map<string, number>();
+  for (const t of s.tracks) {
+    startEpoch.set(`${namespace}/${t.name}`, s.t0Epoch + t.startMs);
+    steps.set(`${namespace}/${t.name}`, { observed: t.observedMs! - t.startMs });
+  }
+  for (const l of lines) {
+    if (l.time < s.t0Epoch - 1 || l.time > s.deleteEpoch || !l.pod) continue;
+    const st = steps.get(l.pod);
+    if (!st) continue;
+    const rel = l.time - startEpoch.get(l.pod)!;
+    const set = (k: StepKey) => st[k] ??= rel;
+    if (l.msg === 'Created pod sandbox') set('sandbox');
+    else if (l.msg === 'Started container') set('started');
+    else if (l.msg === 'Pod phase changed' && l.phase === 'Running') set('running');
+  }
+  return steps;
+}
+
+/** Per step: over reps, the median of (1 pod) the pod's time, or (burst) the median pod's and the last pod's time. */
+function stepTable(reps: Map<string, Partial<Record<StepKey, number>>>[]) {
+  const out: Partial<Record<StepKey, { medianPodMs: number; lastMs: number }>> = {};
+  for (const { key } of stepNames) {
+    const last: number[] = [];
+    const mid: number[] = [];
+    for (const steps of reps) {
+      const ts = [...steps.values()].map((s) => s[key]).filter((t): t is number => t !== undefined);
+      if (ts.length !== steps.size || ts.length === 0) continue;
+      last.push(Math.max(...ts));
+      mid.push(median(ts));
+    }
+    if (last.length) out[key] = { medianPodMs: round1(median(mid)), lastMs: round1(median(last)) };
+  }
+  return out;
+}
+
+// ------------------------------------------------------------------------------------------------------------ the phase
+
+export interface ClusterResults {
+  reps: number;
+  pods: number;
+  statusWrite: { medianMs: number; minMs: number; p90Ms: number; samples: number; by: string };
+  single: {
+    floor: { medianMs: number; samplesMs: number[] };
+    nodelet: { medianMs: number; minMs: number; samplesMs: number[]; createAndBindMedianMs: number };
+    ratio: number;
+    target: { maxMs: number; pass: boolean };
+  };
+  burst: {
+    floor: { lastMedianMs: number; samplesMs: number[]; podP50Ms: number; podP99Ms: number };
+    nodelet: { lastMedianMs: number; lastMinMs: number; samplesMs: number[]; podP50Ms: number; podP99Ms: number; createAndBindLastMedianMs: number };
+    ratio: number;
+    target: { maxMs: number; pass: boolean };
+  };
+  steps: { single: ReturnType<typeof stepTable>; burst: ReturnType<typeof stepTable> };
+  requests: { single: RequestTable; burst: RequestTable };
+  /** The node's requests per pod from the start of the pods' deletion until they were gone from the API and the runtime. */
+  deletionRequests: { single: Record<string, number>; burst: Record<string, number> };
+  statusWritesTarget: { maxPerPod: number; pass: boolean };
+  node: string;
+  saToken: boolean;
+}
+
+class ClusterPhase {
+  api?: TestApiServer;
+  admin?: KubeClient;
+  private readonly watchStop = new AbortController();
+  private watching?: Promise<void>;
+  private resourceVersion = '';
+  /** The pods of the running sample, by name. */
+  private current = new Map<string, PodTrack>();
+  private sampleT0 = 0;
+  private allStarted?: () => void;
+  private podFailed?: (err: Error) => void;
+  readonly auditLog: string;
+
+  constructor(readonly host: ClusterBenchHost) {
+    this.auditLog = join(host.dir, 'audit.log');
+  }
+
+  private get podsPath(): string {
+    return `/api/v1/namespaces/${this.host.namespace}/pods`;
+  }
+
+  async startApiServer(): Promise<void> {
+    const { host } = this;
+    await mkdir(host.dir, { recursive: true });
+    this.api = await startTestApiServer({ dir: join(host.dir, 'apiserver'), nodeNames: [host.nodeName], auditLogPath: this.auditLog });
+    // The bench's own client: kept-alive connections, no client-side rate limit to speak of.
+    this.admin = new KubeClient(await loadKubeconfig(this.api.adminKubeconfig), { qps: 10_000, burst: 10_000, userAgent: 'nodelet-bench' });
+    await this.admin.request({ method: 'POST', path: '/api/v1/namespaces', body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: host.namespace } } });
+    host.progress(`cluster: test API server at ${this.api.url} (audit log ${this.auditLog})`);
+  }
+
+  /** Watches the namespace's pods for the whole phase; the handler marks pods whose containers all started. */
+  async startWatch(): Promise<void> {
+    const list = await this.admin!.request<V1PodList>({ method: 'GET', path: this.podsPath });
+    this.resourceVersion = list.metadata?.resourceVersion ?? '';
+    const signal = this.watchStop.signal;
+    this.watching = (async () => {
+      while (!signal.aborted) {
+        try {
+          await this.admin!.watch<V1Pod>({
+            path: this.podsPath,
+            query: { resourceVersion: this.resourceVersion, allowWatchBookmarks: true, timeoutSeconds: 1800 },
+            signal,
+            idleTimeoutMs: 150_000,
+            onEvent: (ev) => this.onEvent(ev),
+          });
+        } catch (err) {
+          if (signal.aborted) return;
+          if (isGone(err)) {
+            // Events were missed: the list stands in for them.
+            const again = await this.admin!.request<V1PodList>({ method: 'GET', path: this.podsPath }).catch(() => undefined);
+            if (again) {
+              this.resourceVersion = again.metadata?.resourceVersion ?? '';
+              for (const p of again.items) this.onEvent({ type: 'MODIFIED', object: p });
+            }
+          }
+          this.host.note(`the bench's pod watch broke (${errorText(err)}); watching again`);
+          await delay(200, undefined, { signal }).catch(() => undefined);
+        }
+      }
+    })();
+  }
+
+  private onEvent(ev: WatchEvent<V1Pod>): void {
+    const at = now();
+    const atEpoch = Date.now();
+    const rv = ev.object.metadata?.resourceVersion;
+    if (rv) this.resourceVersion = rv;
+    if (ev.type === 'BOOKMARK') return;
+    const track = this.current.get(ev.object.metadata?.name ?? '');
+    if (!track || track.observedMs !== undefined || ev.type === 'DELETED') return;
+    if (allContainersStarted(ev.object)) {
+      track.observedMs = at - this.sampleT0;
+      track.observedEpoch = atEpoch;
+      if ([...this.current.values()].every((t) => t.observedMs !== undefined)) this.allStarted?.();
+    } else if (ev.object.status?.phase === 'Failed' || ev.object.status?.phase === 'Succeeded') {
+      this.podFailed?.(new Error(`pod ${track.name} ended ${ev.object.status.phase}: ${JSON.stringify(ev.object.status)}`));
+    }
+  }
+
+  async startAgent(): Promise<void> {
+    const { host } = this;
+    await host.startAgent(['--kubeconfig', this.api!.nodeKubeconfig(host.nodeName)]);
+    const deadline = now() + nodeReadyTimeoutMs;
+    for (;;) {
+      const node = await this.admin!.request<V1Node>({ method: 'GET', path: `/api/v1/nodes/${host.nodeName}` }).catch((err: unknown) => {
+        if (isNotFound(err)) return undefined;
+        throw err;
+      });
+      if (node?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) break;
+      if (!host.agentRunning()) throw new Error(`nodelet exited before its node was Ready:\n${host.agentOutput()}`);
+      if (now() > deadline) throw new Error(`node ${host.nodeName} not Ready within ${nodeReadyTimeoutMs / 1000} s: ${JSON.stringify(node?.status?.conditions ?? 'not registered')}\n${host.agentOutput()}`);
+      await delay(100, undefined, { signal: host.signal });
+    }
+    host.progress(`cluster: node ${host.nodeName} is Ready; waiting until the agent is idle...`);
+    await host.waitAgentIdle();
+  }
+
+  /** Median latency of PATCH pods/<name>/status by the admin over a kept-alive connection, on an unbound scratch pod. */
+  async measureStatusWrite(): Promise<ClusterResults['statusWrite']> {
+    const { host } = this;
+    const admin = this.admin!;
+    await admin.request({ method: 'POST', path: this.podsPath, body: { apiVersion: 'v1', kind: 'Pod', metadata: { name: scratchPod }, spec: { ...host.podSpec(), automountServiceAccountToken: false } } });
+    const times: number[] = [];
+    for (let i = 0; i < statusWriteWarmups + statusWriteSamples; i++) {
+      // A condition whose message changes every time: each patch is a real write (a new resourceVersion, a watch event).
+      const patch = { status: { conditions: [{ type: 'nodelet.dev/BenchProbe', status: 'True', message: `write ${i}`, lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') }] } };
+      const t = now();
+      await admin.request({ method: 'PATCH', path: `${this.podsPath}/${scratchPod}/status`, body: patch, contentType: strategicMergePatch, signal: host.signal });
+      if (i >= statusWriteWarmups) times.push(now() - t);
+    }
+    // Unbound: the API server deletes it at once.
+    await admin.request({ method: 'DELETE', path: `${this.podsPath}/${scratchPod}`, body: { kind: 'DeleteOptions', apiVersion: 'v1', gracePeriodSeconds: 0 } });
+    return {
+      medianMs: round2(median(times)),
+      minMs: round2(Math.min(...times)),
+      p90Ms: round2(percentile(times, 90)),
+      samples: times.length,
+      by: 'kubernetes-admin, strategic merge patch, kept-alive TLS connection, agent idle',
+    };
+  }
+
+  private podObject(name: string): V1Pod {
+    return {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, namespace: this.host.namespace, labels: { app: 'nodelet-bench' } },
+      // By default the same pod as the floor's: no service account token volume (the floor mounts none).
+      spec: { ...this.host.podSpec(), ...(this.host.saToken ? {} : { automountServiceAccountToken: false }) },
+    };
+  }
+
+  /** Creates and binds the pods at once; resolves when the watch showed all their containers started. */
+  async sample(names: string[], timeoutMs: number): Promise<ClusterSample> {
+    const { host } = this;
+    const admin = this.admin!;
+    this.current = new Map(names.map((name) => [name, { name, startMs: NaN }]));
+    const done = new Promise<void>((resolve, reject) => {
+      this.allStarted = resolve;
+      this.podFailed = reject;
+    });
+    done.catch(() => undefined);
+    this.sampleT0 = now();
+    const t0Epoch = Date.now();
+    const creations = names.map(async (name) => {
+      const track = this.current.get(name)!;
+      track.startMs = now() - this.sampleT0;
+      const created = await admin.request<V1Pod>({ method: 'POST', path: this.podsPath, body: this.podObject(name), signal: host.signal });
+      await admin.request({
+        method: 'POST',
+        path: `${this.podsPath}/${name}/binding`,
+        body: { apiVersion: 'v1', kind: 'Binding', metadata: { namespace: host.namespace, name, uid: created.metadata?.uid }, target: { kind: 'Node', name: host.nodeName } },
+        signal: host.signal,
+      });
+      track.boundMs = now() - this.sampleT0;
+    });
+    await Promise.all(creations);
+    const deadline = this.sampleT0 + timeoutMs;
+    try {
+      for (;;) {
+        const finished = await Promise.race([done.then(() => true), delay(500, false, { signal: host.signal })]);
+        if (finished) break;
+        if (!host.agentRunning()) throw new Error(`nodelet exited during the measurement:\n${host.agentOutput()}`);
+        if (now() > deadline) {
+          const pending = [...this.current.values()].filter((t) => t.observedMs === undefined);
+          const pod = await admin.request<V1Pod>({ method: 'GET', path: `${this.podsPath}/${pending[0]!.name}` }).catch(() => undefined);
+          throw new Error(`${pending.length} of ${names.length} pods not started after ${timeoutMs / 1000} s; e.g. ${pending[0]!.name}: ${JSON.stringify(pod?.status ?? 'not found')}\n${host.agentOutput()}`);
+        }
+      }
+    } finally {
+      this.allStarted = undefined;
+      this.podFailed = undefined;
+    }
+    const tracks = [...this.current.values()];
+    this.current = new Map();
+    const endEpoch = Math.max(...tracks.map((t) => t.observedEpoch!));
+    return { pods: names.length, t0Epoch, endEpoch, deleteEpoch: NaN, goneEpoch: NaN, tracks };
+  }
+
+  /** Deletes the phase's pods through the API and waits until they are gone there and from the runtime (untimed). */
+  async deletePods(signal?: AbortSignal): Promise<void> {
+    const { host } = this;
+    const admin = this.admin!;
+    const opts = signal ? { signal } : {};
+    const listed = await admin.request<V1PodList>({ method: 'GET', path: this.podsPath, ...opts });
+    await Promise.all(listed.items.filter((p) => !p.metadata?.deletionTimestamp).map((p) =>
+      admin.request({ method: 'DELETE', path: `${this.podsPath}/${p.metadata!.name}`, ...opts }).catch((err: unknown) => {
+        if (!isNotFound(err)) throw err;
+      })));
+    const selector = { labelSelector: { [podNamespaceLabel]: host.namespace } };
+    const deadline = now() + teardownTimeoutMs;
+    for (;;) {
+      const left = (await admin.request<V1PodList>({ method: 'GET', path: this.podsPath, ...opts })).items.length;
+      const cri = { timeoutMs: 30_000, ...opts };
+      const [sandboxes, containers] = await Promise.all([host.main.listPodSandbox(selector, cri), host.main.listContainers(selector, cri)]);
+      if (left + sandboxes.length + containers.length === 0) return;
+      if (!host.agentRunning()) throw new Error(`nodelet exited while its pods were deleted:\n${host.agentOutput()}`);
+      if (now() > deadline) throw new Error(`the pods were not gone ${teardownTimeoutMs / 1000} s after their deletion (${left} in the API, ${sandboxes.length} sandboxes, ${containers.length} containers)`);
+      await delay(100, undefined, opts);
+    }
+  }
+
+  async close(): Promise<string[]> {
+    const errors: string[] = [];
+    const step = async (what: string, fn: () => Promise<void>) => {
+      try {
+        await fn();
+      } catch (err) {
+        errors.push(`${what}: ${errorText(err)}`);
+      }
+    };
+    const { host } = this;
+    if (this.admin && this.api && host.agentRunning()) {
+      host.progress('cluster: deleting the pods through the API and waiting until nodelet removed them...');
+      await step('deleting the cluster pods', () => this.deletePods());
+    }
+    host.progress('cluster: stopping the agent...');
+    await step('stopping the agent', () => host.stopAgent());
+    this.watchStop.abort();
+    await this.watching;
+    this.admin?.close();
+    if (this.api) {
+      host.progress('cluster: stopping the test API server...');
+      await step('stopping the test API server', () => this.api!.stop());
+    }
+    return errors;
+  }
+}
+
+/** The cluster phase: API server, agent in cluster mode, floor and nodelet interleaved; cleans up after itself. */
+export async function runClusterPhase(host: ClusterBenchHost): Promise<ClusterResults> {
+  const phase = new ClusterPhase(host);
+  let failure: unknown;
+  try {
+    return await measure(phase);
+  } catch (err) {
+    failure = err;
+    throw err;
+  } finally {
+    const errors = await phase.close();
+    if (errors.length > 0) {
+      for (const e of errors) host.progress(`cluster cleanup problem: ${e}`);
+      // A failed measurement is the error to report; a clean run with a failed cleanup is a failure too.
+      if (failure === undefined) throw new Error(`cluster phase cleanup failed: ${errors.join('; ')}`);
+    }
+  }
+}
+
+async function measure(phase: ClusterPhase): Promise<ClusterResults> {
+  const { host } = phase;
+  host.progress('cluster: starting the test API server...');
+  await phase.startApiServer();
+  await phase.startWatch();
+  host.progress('cluster: starting nodelet with --kubeconfig...');
+  await phase.startAgent();
+  host.progress(`cluster: measuring one status write (${statusWriteSamples} PATCH pods/status after ${statusWriteWarmups} warm-ups)...`);
+  const statusWrite = await phase.measureStatusWrite();
+  host.progress(`  status write: median ${fmtMs(statusWrite.medianMs)} (min ${fmtMs(statusWrite.minMs)}, p90 ${fmtMs(statusWrite.p90Ms)})`);
+
+  const floorSingle: FloorTimes[] = [];
+  const floorBurst: FloorTimes[] = [];
+  const single: ClusterSample[] = [];
+  const burst: ClusterSample[] = [];
+  const nodeletOnce = async (names: string[], timeoutMs: number) => {
+    const s = await phase.sample(names, timeoutMs);
+    s.deleteEpoch = Date.now();
+    await phase.deletePods(host.signal);
+    s.goneEpoch = Date.now();
+    return s;
+  };
+  const settle = () => host.waitAgentIdle();
+  const batch = (prefix: string) => Array.from({ length: host.pods }, (_, i) => `${prefix}-${i + 1}`);
+  host.watchForOtherAgents();
+
+  host.progress('cluster warm-up: 1 floor pod, 1 API pod, then 1 batch each (not counted)');
+  await host.floorRun(['cfw']);
+  await nodeletOnce(['cw'], singleTimeoutMs);
+  await settle();
+  await host.floorRun(batch('cfwb'));
+  await nodeletOnce(batch('cwb'), burstTimeoutMs);
+  await settle();
+
+  for (const [what, n] of [['1 pod', 1], [`${host.pods} pods`, host.pods]] as const) {
+    for (let k = 1; k <= host.reps; k++) {
+      // Alternate which goes first, so neither always follows the other's teardown.
+      const order = k % 2 ? (['floor', 'nodelet'] as const) : (['nodelet', 'floor'] as const);
+      for (const which of order) {
+        host.progress(`cluster, ${what}, rep ${k}/${host.reps}: ${which === 'floor' ? 'floor' : 'nodelet (API pods)'}...`);
+        if (which === 'floor') {
+          const f = await host.floorRun(n === 1 ? [`cfs${k}`] : batch(`cfb${k}`));
+          (n === 1 ? floorSingle : floorBurst).push(f);
+          host.progress(`  floor ${fmtMs(f.elapsedMs)}`);
+        } else {
+          const s = await nodeletOnce(n === 1 ? [`cs${k}`] : batch(`cb${k}`), n === 1 ? singleTimeoutMs : burstTimeoutMs);
+          (n === 1 ? single : burst).push(s);
+          const lat = podLatencies(s);
+          host.progress(n === 1 ? `  nodelet ${fmtMs(lat[0]!)} (create+bind ${fmtMs(s.tracks[0]!.boundMs! - s.tracks[0]!.startMs)})`
+            : `  nodelet last pod ${fmtMs(lastPodMs(s))}, per pod p50 ${fmtMs(percentile(lat, 50))} p99 ${fmtMs(percentile(lat, 99))}`);
+        }
+        await settle();
+      }
+    }
+  }
+  host.stopWatching();
+
+  // Audit records are written as requests complete: the last ones are in by now (teardown took longer).
+  const entries = await nodeRequests(phase.auditLog, `system:node:${host.nodeName}`);
+  const lines = host.agentLines();
+  const ratio = (a: number, b: number) => Math.round((a / b) * 1000) / 1000;
+  const fs = floorSingle.map((f) => f.elapsedMs);
+  const ns = single.map((s) => podLatencies(s)[0]!);
+  const fb = floorBurst.map((f) => f.elapsedMs);
+  const nb = burst.map(lastPodMs);
+  const nbPods = burst.flatMap(podLatencies);
+  const fbPods = floorBurst.flatMap((f) => f.perPodMs);
+  const singleTarget = median(fs) * targetFloorFactor + statusWrite.medianMs;
+  const burstTarget = median(fb) * targetFloorFactor + statusWrite.medianMs;
+  const requests = { single: requestTable(single, entries), burst: requestTable(burst, entries) };
+  const deletion = (xs: ClusterSample[]) => requestTable(xs, entries, (s) => [s.deleteEpoch, s.goneEpoch] as const).perPod;
+  const worstWrites = Math.max(requests.single.statusWritesToRunning.max, requests.burst.statusWritesToRunning.max);
+  return {
+    reps: host.reps,
+    pods: host.pods,
+    node: host.nodeName,
+    saToken: host.saToken,
+    statusWrite,
+    single: {
+      floor: { medianMs: round1(median(fs)), samplesMs: fs.map(round1) },
+      nodelet: {
+        medianMs: round1(median(ns)),
+        minMs: round1(Math.min(...ns)),
+        samplesMs: ns.map(round1),
+        createAndBindMedianMs: round1(median(single.map((s) => s.tracks[0]!.boundMs! - s.tracks[0]!.startMs))),
+      },
+      ratio: ratio(median(ns), median(fs)),
+      target: { maxMs: round1(singleTarget), pass: median(ns) <= singleTarget },
+    },
+    burst: {
+      floor: { lastMedianMs: round1(median(fb)), samplesMs: fb.map(round1), podP50Ms: round1(percentile(fbPods, 50)), podP99Ms: round1(percentile(fbPods, 99)) },
+      nodelet: {
+        lastMedianMs: round1(median(nb)),
+        lastMinMs: round1(Math.min(...nb)),
+        samplesMs: nb.map(round1),
+        podP50Ms: round1(percentile(nbPods, 50)),
+        podP99Ms: round1(percentile(nbPods, 99)),
+        createAndBindLastMedianMs: round1(median(burst.map((s) => Math.max(...s.tracks.map((t) => t.boundMs!))))),
+      },
+      ratio: ratio(median(nb), median(fb)),
+      target: { maxMs: round1(burstTarget), pass: median(nb) <= burstTarget },
+    },
+    steps: {
+      single: stepTable(single.map((s) => podSteps(s, lines, host.namespace))),
+      burst: stepTable(burst.map((s) => podSteps(s, lines, host.namespace))),
+    },
+    requests,
+    deletionRequests: { single: deletion(single), burst: deletion(burst) },
+    statusWritesTarget: { maxPerPod: targetStatusWritesPerPod, pass: worstWrites <= targetStatusWritesPerPod },
+  };
+}
+
+// ------------------------------------------------------------------------------------------------------------ report
+
+export function clusterTable(r: ClusterResults): string {
+  const pf = (pass: boolean) => (pass ? 'PASS' : 'MISS');
+  const row = (cols: string[], widths: number[]) => cols.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
+  const w = [30, 12, 12, 8, 24, 4];
+  const lines: string[] = [];
+  lines.push(`cluster mode: pod startup latency SLI (creation -> all containers started, seen through a watch), ${r.reps} repetitions each`);
+  lines.push(`  start = the bench's clock just before the create call (creationTimestamp has second precision); the pod is bound right after`);
+  lines.push(`  its create returns; end = arrival of the watch event with every container started. Floor: RunPodSandbox..StartContainer over CRI.`);
+  lines.push(r.saToken ? '  the API pods mount the default service account token (kube-api-access volume); the floor\'s pods have no volume'
+    : '  the API pods are the floor\'s pod (automountServiceAccountToken: false: no volume)');
+  lines.push(`one status write (PATCH pods/status on this API server, ${r.statusWrite.samples} samples): median ${fmtMs(r.statusWrite.medianMs)}, min ${fmtMs(r.statusWrite.minMs)}, p90 ${fmtMs(r.statusWrite.p90Ms)}`);
+  lines.push('');
+  lines.push(row(['', 'floor', 'nodelet', 'ratio', `target (${targetFloorFactor}x floor + 1 write)`, ''], w));
+  lines.push(row(['1 pod, median', fmtMs(r.single.floor.medianMs), fmtMs(r.single.nodelet.medianMs), `${r.single.ratio.toFixed(2)}x`, `<= ${fmtMs(r.single.target.maxMs)}`, pf(r.single.target.pass)], w));
+  lines.push(row([`${r.pods} pods, last pod, median`, fmtMs(r.burst.floor.lastMedianMs), fmtMs(r.burst.nodelet.lastMedianMs), `${r.burst.ratio.toFixed(2)}x`, `<= ${fmtMs(r.burst.target.maxMs)}`, pf(r.burst.target.pass)], w));
+  lines.push(row([`${r.pods} pods, per pod p50`, fmtMs(r.burst.floor.podP50Ms), fmtMs(r.burst.nodelet.podP50Ms)], w));
+  lines.push(row([`${r.pods} pods, per pod p99 (rank)`, fmtMs(r.burst.floor.podP99Ms), fmtMs(r.burst.nodelet.podP99Ms)], w));
+  lines.push('');
+  lines.push('samples (ms):');
+  lines.push(`  1 pod    floor   ${r.single.floor.samplesMs.join(', ')}`);
+  lines.push(`  1 pod    nodelet ${r.single.nodelet.samplesMs.join(', ')}`);
+  lines.push(`  ${`${r.pods} pods`.padEnd(8)} floor   ${r.burst.floor.samplesMs.join(', ')}`);
+  lines.push(`  ${`${r.pods} pods`.padEnd(8)} nodelet ${r.burst.nodelet.samplesMs.join(', ')}`);
+  lines.push(`create + bind by the bench (inside nodelet's figures): 1 pod median ${fmtMs(r.single.nodelet.createAndBindMedianMs)}; ${r.pods} pods, last bound at ${fmtMs(r.burst.nodelet.createAndBindLastMedianMs)} (median)`);
+  lines.push('');
+  lines.push(`where the time goes (agent log and watch, ms after the pod's create call; medians over reps):`);
+  const sw = [46, 10, 20, 10];
+  lines.push(row(['', '1 pod', `${r.pods} pods: median pod`, 'last pod'], sw));
+  for (const { key, label } of stepNames) {
+    const s = r.steps.single[key];
+    const b = r.steps.burst[key];
+    lines.push(row([`  ${label}`, s ? s.lastMs.toFixed(0) : '-', b ? b.medianPodMs.toFixed(0) : '-', b ? b.lastMs.toFixed(0) : '-'], sw));
+  }
+  lines.push('');
+  lines.push(`API requests by system:node:${r.node} per pod started (from the audit log, between the first create and the last pod seen started;`);
+  lines.push(`  mean over the reps; the node's own heartbeats (leases, nodes) in that window included):`);
+  const keys = [...new Set([...Object.keys(r.requests.single.perPod), ...Object.keys(r.requests.burst.perPod)])];
+  const rw = [34, 8, 10];
+  lines.push(row(['', '1 pod', `${r.pods} pods`], rw));
+  for (const k of keys) lines.push(row([`  ${k}`, String(r.requests.single.perPod[k] ?? 0), String(r.requests.burst.perPod[k] ?? 0)], rw));
+  lines.push(row(['  total', String(r.requests.single.totalPerPod), String(r.requests.burst.totalPerPod)], rw));
+  const failed = { ...r.requests.single.failed, ...r.requests.burst.failed };
+  if (Object.keys(failed).length > 0) lines.push(`  answered with an error: ${Object.entries(failed).map(([k, n]) => `${k}: ${n}`).join(', ')}`);
+  const sr = r.requests.single.statusWritesToRunning;
+  const br = r.requests.burst.statusWritesToRunning;
+  lines.push(`status writes per pod, creation -> started (median / max): 1 pod ${sr.median} / ${sr.max}; ${r.pods} pods ${br.median} / ${br.max}` +
+    `  (target <= ${r.statusWritesTarget.maxPerPod}: ${pf(r.statusWritesTarget.pass)})`);
+  const sd = r.requests.single.statusWritesBeforeDelete;
+  const bd = r.requests.burst.statusWritesBeforeDelete;
+  lines.push(`status writes per pod until its deletion began (median / max): 1 pod ${sd.median} / ${sd.max}; ${r.pods} pods ${bd.median} / ${bd.max}`);
+  const del = (x: Record<string, number>) => Object.entries(x).map(([k, n]) => `${k} ${n}`).join(', ') || '-';
+  lines.push(`the node's requests per pod while the pods were deleted (API DELETE -> gone from API and runtime):`);
+  lines.push(`  1 pod: ${del(r.deletionRequests.single)}`);
+  lines.push(`  ${r.pods} pods: ${del(r.deletionRequests.burst)}`);
+  return lines.join('\n') + '\n';
+}
