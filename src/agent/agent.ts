@@ -21,9 +21,7 @@ import { Relister } from '../pod/relist.js';
 import { RuntimeObserver } from '../pod/runtime-observer.js';
 import { ProbeManager } from '../prober/manager.js';
 import { StatusApi } from './status-api.js';
-import { ClusterMode, clusterModeOptions } from './cluster-mode.js';
 import type { KubeletConfiguration } from './kubelet-config.js';
-import { NodeHeartbeats } from './node-heartbeats.js';
 import { nodeAllocatable } from '../host/allocatable.js';
 import { PodVolumeManager } from '../volume/pod-volumes.js';
 
@@ -110,22 +108,10 @@ export class Agent {
       'Pod network ready for the CNI shim',
     );
 
-    const cluster = config.kubeconfig ? await ClusterMode.create(clusterModeOptions(config, node, log)) : undefined;
     const runtime = new CriClient(config.runtimeEndpoint, { requestTimeoutMs: config.runtimeRequestTimeoutMs });
-    // The Node and its Lease: registered and renewed beside the pods, which never wait for them (static pods run first).
-    const heartbeats = cluster
-      ? new NodeHeartbeats({
-          client: cluster.client,
-          runtime,
-          podNetwork,
-          cniConfDir: config.cniConfDir,
-          rootDir: config.rootDir,
-          nodeName: node,
-          nodeIP,
-          kubelet: config.kubelet,
-          recordNodeEvent: (reason, message) => cluster.events.nodeEvent('Normal', reason, message),
-          log,
-        })
+    // Cluster mode's modules load only with --kubeconfig: standalone keeps their memory.
+    const cluster = config.kubeconfig
+      ? await (await import('./cluster-mode.js')).ClusterMode.create({ config, nodeName: node, nodeIP, runtime, podNetwork, log })
       : undefined;
     const podCgroups = await PodCgroupManager.detect();
     let runtimeName = 'containerd';
@@ -217,7 +203,7 @@ export class Agent {
     });
     log.info({ node, podManifestPath: config.podManifestPath, statusSocket: statusSocketPath(config.rootDir) }, 'nodelet started');
     try {
-      await Promise.all([announceRuntime(), cluster ? cluster.run(workers, signal) : source!.run(signal), relister.run(signal), heartbeats?.run(signal)]);
+      await Promise.all([announceRuntime(), cluster ? cluster.run(workers, signal) : source!.run(signal), relister.run(signal)]);
     } finally {
       workers.stop();
       await api.close();

@@ -2,6 +2,9 @@
 // Controllers that talk to the API server start in ClusterMode.run.
 import type { V1Node, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import type { AgentConfig } from './agent.js';
+import type { PodNetwork } from '../cni/pod-network.js';
+import type { CriClient } from '../cri/client.js';
+import { NodeHeartbeats } from './node-heartbeats.js';
 import { KubeClient } from '../apiserver/client.js';
 import { ApiEventRecorder } from '../apiserver/event-recorder.js';
 import { loadKubeconfig } from '../apiserver/kubeconfig.js';
@@ -32,8 +35,18 @@ export interface ClusterModeOptions {
   kubeAPIBurst?: number;
 }
 
+/** What the agent hands cluster mode: its configuration and the parts the Node's status is read from. */
+export interface ClusterModeDeps {
+  config: AgentConfig;
+  nodeName: string;
+  nodeIP: string;
+  runtime: CriClient;
+  podNetwork: PodNetwork;
+  log: Logger;
+}
+
 /** Cluster mode's settings from the agent's configuration. */
-export function clusterModeOptions(config: AgentConfig, nodeName: string, log: Logger): ClusterModeOptions {
+function clusterModeOptions(config: AgentConfig, nodeName: string, log: Logger): ClusterModeOptions {
   return {
     kubeconfig: config.kubeconfig,
     nodeName,
@@ -75,6 +88,8 @@ export class ClusterMode {
   private registeredNode?: V1Node;
   private readonly nodeReflector: Reflector<V1Node>;
   private workers?: PodWorkers;
+  /** The Node's registration and status, and its Lease. */
+  private readonly heartbeats: NodeHeartbeats;
 
   private constructor(
     readonly client: KubeClient,
@@ -82,8 +97,22 @@ export class ClusterMode {
     private readonly eventClient: KubeClient,
     private readonly opts: ClusterModeOptions,
     private readonly fallbackNode: V1Node,
+    deps: ClusterModeDeps,
   ) {
     const { log, nodeName } = opts;
+    // The Node and its Lease: registered and renewed beside the pods, which never wait for them (static pods run first).
+    this.heartbeats = new NodeHeartbeats({
+      client,
+      runtime: deps.runtime,
+      podNetwork: deps.podNetwork,
+      cniConfDir: deps.config.cniConfDir,
+      rootDir: deps.config.rootDir,
+      nodeName,
+      nodeIP: deps.nodeIP,
+      kubelet: deps.config.kubelet,
+      recordNodeEvent: (reason, message) => this.events.nodeEvent('Normal', reason, message),
+      log,
+    });
     this.status = new StatusManager({ client, log });
     this.events = new ApiEventRecorder({ client: eventClient, nodeName, log });
     this.objects = new ClusterObjectSource({ client, log });
@@ -122,12 +151,14 @@ export class ClusterMode {
   }
 
   /** Connects to the API server named by the kubeconfig (requests are made by the controllers, not here). */
-  static async create(opts: ClusterModeOptions): Promise<ClusterMode> {
+  static async create(deps: ClusterModeDeps): Promise<ClusterMode> {
+    const { config, nodeName, log } = deps;
+    const opts = clusterModeOptions(config, nodeName, log);
     const conn = await loadKubeconfig(opts.kubeconfig);
     const client = new KubeClient(conn, { qps: opts.kubeAPIQPS ?? 50, burst: opts.kubeAPIBurst ?? 100, userAgent: `nodelet/${opts.nodeName}` });
     // kubelet's eventRecordQPS and eventBurst defaults.
     const eventClient = new KubeClient(conn, { qps: 50, burst: 100, userAgent: `nodelet/${opts.nodeName}` });
-    return new ClusterMode(client, eventClient, opts, await localNode(opts));
+    return new ClusterMode(client, eventClient, opts, await localNode(opts), deps);
   }
 
   /** The pod workers' status hook. */
@@ -156,7 +187,7 @@ export class ClusterMode {
       tasks.push(files.run(signal));
     }
     const api = new ApiPodSource({ client: this.client, nodeName, log, onPods: (pods, mirrorPods) => this.podConfig.setApiPods(pods, mirrorPods) });
-    tasks.push(api.run(signal), this.nodeReflector.run(signal));
+    tasks.push(api.run(signal), this.nodeReflector.run(signal), this.heartbeats.run(signal));
     log.info({ server: this.client.server, node: nodeName }, 'Cluster mode: watching the pods bound to this node');
     this.events.nodeEvent('Normal', 'Starting', 'Starting kubelet.');
     try {

@@ -173,6 +173,9 @@ export class PodWorker {
       });
       let results: StepResult[] = [];
       if (!isNoop(actions)) {
+        // As kubelet's SyncPod, the status as observed goes out before the actions run: a slow pull or start shows
+        // ContainerCreating / PodInitializing meanwhile, not a bare Pending.
+        this.setStatus(this.deriveStatus(pod, state));
         results = await executePodActions(this.deps, pod, actions, state, this.log, signal);
         state = await this.deps.observer.observePod(this.uid, signal);
       } else if (state.containers.some((c) => c.state === 'running')) {
