@@ -88,13 +88,24 @@ function terminalReadyCondition(type: string, phase: string): V1PodCondition {
 }
 
 /**
+ * kubelet's updateLastTransitionTime against the published status: a condition whose status did not change keeps its
+ * transition time, so an agent that restarted (and derives fresh times) does not rewrite them.
+ */
+function keepTransitionTime(stored: V1PodStatus | undefined, c: V1PodCondition): V1PodCondition {
+  const old = stored?.conditions?.find((o) => o.type === c.type);
+  return old && old.status === c.status && old.lastTransitionTime ? { ...c, lastTransitionTime: old.lastTransitionTime } : c;
+}
+
+/**
  * kubelet's mergePodStatus: conditions others own stay as the API server has them, kubelet's come from the new
  * status; a terminal phase never shows Ready or ContainersReady true.
  */
 export function mergePodStatus(stored: V1PodStatus | undefined, next: V1PodStatus): V1PodStatus {
   const conditions: V1PodCondition[] = (stored?.conditions ?? []).filter((c) => !kubeletConditionTypes.has(c.type));
-  for (const c of next.conditions ?? []) if (kubeletConditionTypes.has(c.type)) conditions.push(c);
+  for (const c of next.conditions ?? []) if (kubeletConditionTypes.has(c.type)) conditions.push(keepTransitionTime(stored, c));
   const merged: V1PodStatus = { ...next, conditions };
+  // kubelet's updateStatusInternal: the published startTime stays (a restarted agent derives a new one).
+  if (stored?.startTime) merged.startTime = stored.startTime;
   if (isTerminalPhase(merged.phase)) {
     merged.conditions = conditions.map((c) =>
       (c.type === 'Ready' || c.type === 'ContainersReady') && c.status === 'True'

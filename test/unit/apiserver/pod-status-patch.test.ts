@@ -63,6 +63,29 @@ describe('mergePodStatus', () => {
     expect(merged.conditions!.map((c) => `${c.type}=${c.status}`)).toEqual(['example.com/gate=True', 'DisruptionTarget=True', 'PodScheduled=True', 'Ready=True']);
   });
 
+  it('keeps the published startTime and the transition times of conditions whose status did not change (an agent restart)', () => {
+    const later = new Date('2025-01-01T01:00:00Z');
+    const rederived: V1PodStatus = {
+      ...running,
+      startTime: later,
+      conditions: [
+        { type: 'PodScheduled', status: 'True', lastTransitionTime: later },
+        { type: 'Ready', status: 'True', lastTransitionTime: later },
+        { type: 'ContainersReady', status: 'True', lastTransitionTime: later },
+      ],
+    };
+    const stored: V1PodStatus = { ...running, startTime: new Date(t0), conditions: [...running.conditions!, { type: 'ContainersReady', status: 'False', lastTransitionTime: new Date(t0) }] };
+    const merged = mergePodStatus(stored, rederived);
+    expect(merged.startTime).toEqual(new Date(t0));
+    expect(merged.conditions!.map((c) => `${c.type}@${new Date(c.lastTransitionTime!).toISOString()}`)).toEqual([
+      'PodScheduled@2025-01-01T00:00:00.000Z',
+      'Ready@2025-01-01T00:00:05.123Z',
+      // Its status changed: the new time.
+      'ContainersReady@2025-01-01T01:00:00.000Z',
+    ]);
+    expect(podStatusPatch('u1', running, mergePodStatus(running, { ...running, startTime: later }))?.status).toEqual({ startTime: '2025-01-01T01:00:00Z' });
+  });
+
   it('never reports a terminal pod ready', () => {
     const merged = mergePodStatus(undefined, { ...running, phase: 'Failed' });
     expect(merged.conditions!.find((c) => c.type === 'Ready')).toMatchObject({ status: 'False', reason: 'PodFailed' });
