@@ -1,0 +1,308 @@
+// Cluster mode end to end, as a user sees it: the test API server, the real containerd and CNI, the real nodelet and the
+// real kubectl. The node is Ready and its Lease renews; a pod created with kubectl and bound runs, answers on its IP,
+// restarts when killed, crash-loops when failing, reads a configMap volume that follows updates, has its events, is
+// refused by admission when too big, and leaves nothing behind when kubectl deletes it; a static pod gets its mirror pod.
+import { networkInterfaces } from 'node:os';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { CoreV1Event, V1Lease, V1Node, V1Pod } from '@kubernetes/client-node';
+import { CriClient } from '../../../src/cri/client.js';
+import { startTestApiServer, type TestApiServer } from '../../apiserver/test-apiserver.js';
+import { bindPod } from '../../apiserver/scheduler.js';
+import { AgentProcess, busybox, containerPid, criEndpoint, httpGet, runtimeObjects, staticName, testNode, waitFor } from '../helpers/agent.js';
+import { containerdLogMentions, Kubectl, leftovers, podFootprint } from '../helpers/cluster.js';
+
+const work = await mkdtemp(join(tmpdir(), 'nodelet-e2e-'));
+const api: TestApiServer = await startTestApiServer({ nodeNames: [testNode] });
+const kubectl = new Kubectl(api.adminKubeconfig, join(work, 'kube-cache'), work);
+const cri = new CriClient(criEndpoint);
+const agent = await AgentProcess.create({ kubeconfig: api.nodeKubeconfig(testNode) });
+const uids = new Set<string>();
+const apiPods = ['web', 'crash', 'cfg', 'hog'];
+
+afterAll(async () => {
+  try {
+    // Pods go the way users remove them (deleted in the API, torn down by nodelet); the helper removes what stays.
+    for (const p of await kubectl.get<{ items: V1Pod[] }>('pods').then((l) => l.items).catch(() => [] as V1Pod[])) uids.add(p.metadata!.uid!);
+    await kubectl.run('delete', 'pod', '--wait=false', '--ignore-not-found', ...apiPods).catch(() => undefined);
+    // Then the static pods' manifests go, and the agent's teardown of all of them is awaited (else done through CRI).
+    await agent.shutdown(cri, uids);
+  } finally {
+    await api.stop();
+    cri.close();
+    await rm(work, { recursive: true, force: true });
+  }
+}, 180_000);
+
+const staticManifest = `apiVersion: v1
+kind: Pod
+metadata: {name: static-web, namespace: default, labels: {app: static-web}}
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: main
+    image: ${busybox}
+    imagePullPolicy: IfNotPresent
+    command: ["sleep", "3600"]
+`;
+
+beforeAll(async () => {
+  await agent.writeManifest('static-web.yaml', staticManifest);
+  await agent.start();
+}, 60_000);
+
+/** kubectl's view of a pod (JSON); its UID is remembered for the clean-up. */
+async function getPod(name: string): Promise<V1Pod> {
+  const p = await kubectl.get<V1Pod>('pod', name);
+  uids.add(p.metadata!.uid!);
+  return p;
+}
+
+function waitForPod(name: string, what: string, ok: (p: V1Pod) => boolean, timeoutMs = 60_000): Promise<V1Pod> {
+  return waitFor(`${name}: ${what} (kubectl)`, async () => {
+    const p = await getPod(name).catch(() => undefined);
+    return p && ok(p) ? p : undefined;
+  }, timeoutMs, 500);
+}
+
+/** `kubectl create -f <name>.yaml`, then the scheduler's binding to this node. */
+async function createAndBind(name: string, yaml: string): Promise<void> {
+  expect(await kubectl.fromFile('create', `${name}.yaml`, yaml)).toBe(`pod/${name} created`);
+  await bindPod(api, 'default', name, testNode);
+}
+
+const running = (p: V1Pod) =>
+  p.status?.phase === 'Running' && !!p.status.podIP && (p.status.containerStatuses ?? []).length > 0 && p.status.containerStatuses!.every((c) => c.state?.running && c.ready);
+const cpuMillis = (q: string) => (q.endsWith('m') ? Number(q.slice(0, -1)) : Number(q) * 1000);
+const containerId = (p: V1Pod) => p.status!.containerStatuses![0]!.containerID!.replace(/^containerd:\/\//, '');
+
+/** The events about one pod, as `kubectl get events -o json` lists them. */
+async function podEvents(name: string): Promise<CoreV1Event[]> {
+  const list = await kubectl.get<{ items: CoreV1Event[] }>('events', '-n', 'default');
+  return list.items.filter((e) => e.involvedObject.kind === 'Pod' && e.involvedObject.name === name);
+}
+
+test('the node is Ready in kubectl get nodes -o wide with its address and runtime, and its Lease renews', async () => {
+  const row = await waitFor('node Ready in kubectl get nodes -o wide', async () => {
+    const r = (await kubectl.table('nodes', '-o', 'wide')).find((x) => x.NAME === testNode);
+    return r?.STATUS === 'Ready' ? r : undefined;
+  }, 60_000, 500);
+  const hostAddresses = Object.values(networkInterfaces()).flat().map((a) => a?.address);
+  expect(hostAddresses).toContain(row['INTERNAL-IP']);
+  expect(row['CONTAINER-RUNTIME']).toMatch(/^containerd:\/\/\d+\.\d+\.\d+/);
+  const node = await kubectl.get<V1Node>('node', testNode);
+  expect(node.status?.addresses).toEqual(expect.arrayContaining([{ type: 'InternalIP', address: row['INTERNAL-IP'] }, { type: 'Hostname', address: testNode }]));
+
+  const lease = () => kubectl.get<V1Lease>('lease', '-n', 'kube-node-lease', testNode);
+  // Created once the Node is registered (its owner).
+  const first = await waitFor('the node Lease', () => lease().catch(() => undefined), 20_000, 500);
+  expect(first.spec).toMatchObject({ holderIdentity: testNode, leaseDurationSeconds: 40 });
+  expect(first.metadata?.ownerReferences?.[0]).toMatchObject({ kind: 'Node', name: testNode, uid: node.metadata!.uid });
+  const t0 = new Date(first.spec!.renewTime as unknown as string).getTime();
+  // Renewed every 10 s (a quarter of the 40 s duration, with jitter).
+  const renewed = await waitFor('the Lease renewed', async () => {
+    const t = new Date((await lease()).spec!.renewTime as unknown as string).getTime();
+    return t > t0 ? t : undefined;
+  }, 25_000, 1_000);
+  expect(renewed - t0).toBeGreaterThanOrEqual(5_000);
+}, 120_000);
+
+test('kubectl create -f plus a binding: Running, its IP in kubectl get pod -o wide answers from the host; Pulled/Created/Started events', async () => {
+  await createAndBind('web', `apiVersion: v1
+kind: Pod
+metadata: {name: web, labels: {app: web}}
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: web
+    image: ${busybox}
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "mkdir -p /www && echo hello from web > /www/index.html && exec httpd -f -p 8080 -h /www"]
+    ports: [{containerPort: 8080}]
+`);
+  const pod = await waitForPod('web', 'Running', running, 90_000);
+  const row = await waitFor('web Running in kubectl get pod -o wide', async () => {
+    const r = (await kubectl.table('pod', 'web', '-o', 'wide')).find((x) => x.NAME === 'web');
+    return r?.STATUS === 'Running' ? r : undefined;
+  }, 10_000, 500);
+  expect(row).toMatchObject({ READY: '1/1', RESTARTS: '0', NODE: testNode, IP: pod.status!.podIP });
+  expect(row.IP).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+  expect(pod.status?.podIPs).toEqual([{ ip: row.IP }]);
+  expect(pod.status?.hostIP).toBeTruthy();
+  expect(pod.status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
+  expect(await waitFor('web answers on its pod IP', () => httpGet(`http://${row.IP}:8080/`), 15_000, 300)).toBe('hello from web\n');
+
+  // kubelet's events about the container; Scheduled is the scheduler's, never the node's.
+  const events = await waitFor('Started event of web', async () => {
+    const list = await podEvents('web');
+    return list.some((e) => e.reason === 'Started') ? list : undefined;
+  }, 30_000, 500);
+  for (const [reason, message] of [
+    ['Pulled', `Container image "${busybox}" already present on machine`],
+    ['Created', 'Created container: web'],
+    ['Started', 'Started container web'],
+  ] as const) {
+    expect(events.filter((e) => e.reason === reason)).toEqual([
+      expect.objectContaining({
+        type: 'Normal',
+        message,
+        involvedObject: expect.objectContaining({ kind: 'Pod', name: 'web', namespace: 'default', uid: pod.metadata!.uid, fieldPath: 'spec.containers{web}' }),
+        source: { component: 'kubelet', host: testNode },
+      }),
+    ]);
+  }
+  expect(events.filter((e) => e.source?.component === 'kubelet' && e.reason === 'Scheduled')).toEqual([]);
+  const wide = await kubectl.table('events', '-o', 'wide');
+  expect(wide.find((e) => e.REASON === 'Started' && e.OBJECT === 'pod/web')).toMatchObject({ SUBOBJECT: 'spec.containers{web}', SOURCE: `kubelet, ${testNode}`, TYPE: 'Normal' });
+}, 150_000);
+
+test("killing the container's process shows restartCount 1 in kubectl, and the new container serves", async () => {
+  const before = await waitForPod('web', 'Running', running);
+  const pid = await containerPid(cri, containerId(before));
+  process.kill(pid, 'SIGKILL');
+  const after = await waitForPod('web', 'restarted once and Running', (p) => running(p) && p.status!.containerStatuses![0]!.restartCount === 1, 60_000);
+  const cs = after.status!.containerStatuses![0]!;
+  expect(containerId(after)).not.toBe(containerId(before));
+  expect(cs.lastState?.terminated).toMatchObject({ exitCode: 137, reason: 'Error', containerID: `containerd://${containerId(before)}` });
+  expect(after.status!.podIP).toBe(before.status!.podIP);
+  expect((await kubectl.table('pod', 'web')).find((x) => x.NAME === 'web')?.RESTARTS).toMatch(/^1 \(\d+s ago\)$/);
+  expect(await waitFor('web answers again', () => httpGet(`http://${after.status!.podIP}:8080/`), 15_000, 300)).toBe('hello from web\n');
+}, 120_000);
+
+test('a failing pod (exit 1, restartPolicy Always) shows CrashLoopBackOff in kubectl get pod, with a BackOff event', async () => {
+  await createAndBind('crash', `apiVersion: v1
+kind: Pod
+metadata: {name: crash}
+spec:
+  restartPolicy: Always
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: crash
+    image: ${busybox}
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "exit 1"]
+`);
+  const row = await waitFor('crash in CrashLoopBackOff (kubectl get pod)', async () => {
+    const r = (await kubectl.table('pod', 'crash')).find((x) => x.NAME === 'crash');
+    return r?.STATUS === 'CrashLoopBackOff' ? r : undefined;
+  }, 90_000, 500);
+  expect(row.READY).toBe('0/1');
+  // Read again as JSON (it may have left the back-off for an instant to run and fail again meanwhile).
+  const pod = await waitForPod('crash', 'waiting in CrashLoopBackOff', (p) => p.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'CrashLoopBackOff');
+  const cs = pod.status!.containerStatuses![0]!;
+  expect(pod.status?.phase).toBe('Running');
+  expect(cs.state?.waiting?.reason).toBe('CrashLoopBackOff');
+  expect(cs.state?.waiting?.message).toMatch(/^back-off \d+s restarting failed container=crash pod=crash_default\(.+\)$/);
+  expect(cs.lastState?.terminated).toMatchObject({ exitCode: 1, reason: 'Error' });
+  const backOff = await waitFor('a BackOff event', async () => (await podEvents('crash')).find((e) => e.reason === 'BackOff'), 60_000, 500);
+  expect(backOff).toMatchObject({ type: 'Warning', involvedObject: expect.objectContaining({ fieldPath: 'spec.containers{crash}', uid: pod.metadata!.uid }) });
+  expect(backOff.message).toMatch(/^Back-off restarting failed container crash in pod crash_default\(.+\)$/);
+}, 150_000);
+
+test('a configMap volume shows its data inside the container, and the new data after kubectl apply of the changed ConfigMap', async () => {
+  const configMap = (greeting: string) => `apiVersion: v1
+kind: ConfigMap
+metadata: {name: cfg-data}
+data:
+  greeting: ${greeting}
+`;
+  expect(await kubectl.fromFile('apply', 'cfg-data.yaml', configMap('hello'))).toBe('configmap/cfg-data created');
+  await createAndBind('cfg', `apiVersion: v1
+kind: Pod
+metadata: {name: cfg}
+spec:
+  terminationGracePeriodSeconds: 2
+  volumes:
+  - {name: cfg, configMap: {name: cfg-data}}
+  containers:
+  - name: main
+    image: ${busybox}
+    imagePullPolicy: IfNotPresent
+    command: ["sleep", "3600"]
+    volumeMounts:
+    - {name: cfg, mountPath: /etc/cfg}
+`);
+  const pod = await waitForPod('cfg', 'Running', running, 90_000);
+  const read = async () => {
+    const r = await cri.execSync(containerId(pod), ['cat', '/etc/cfg/greeting'], 10);
+    return r.stdout.toString();
+  };
+  expect(await read()).toBe('hello');
+  expect(await kubectl.fromFile('apply', 'cfg-data.yaml', configMap('bonjour'))).toBe('configmap/cfg-data configured');
+  await waitFor('the new configMap data in the container', async () => ((await read()) === 'bonjour' ? true : undefined), 30_000, 250);
+  // Same container: the volume changed under it.
+  expect(containerId(await getPod('cfg'))).toBe(containerId(pod));
+  await kubectl.run('patch', 'configmap', 'cfg-data', '--type', 'merge', '-p', '{"data":{"greeting":"hola"}}');
+  await waitFor('the patched configMap data in the container', async () => ((await read()) === 'hola' ? true : undefined), 30_000, 250);
+}, 150_000);
+
+test('a pod requesting more cpu than the node has is Failed with reason OutOfcpu, and containerd never sees it', async () => {
+  const node = await kubectl.get<V1Node>('node', testNode);
+  const allocatableCpu = node.status!.allocatable!.cpu!;
+  await createAndBind('hog', `apiVersion: v1
+kind: Pod
+metadata: {name: hog}
+spec:
+  containers:
+  - name: main
+    image: ${busybox}
+    imagePullPolicy: IfNotPresent
+    command: ["sleep", "3600"]
+    resources: {requests: {cpu: "1000"}}
+`);
+  const pod = await waitForPod('hog', 'Failed', (p) => p.status?.phase === 'Failed', 60_000);
+  expect(pod.status?.reason).toBe('OutOfcpu');
+  // kubelet's message counts millicores: requested 1000 cpu, against the node's allocatable.
+  expect(pod.status?.message).toMatch(/^Pod was rejected: Node didn't have enough resource: cpu, requested: 1000000, used: \d+, capacity: \d+$/);
+  expect(pod.status?.message).toContain(`capacity: ${cpuMillis(allocatableCpu)}`);
+  expect((await kubectl.table('pod', 'hog')).find((x) => x.NAME === 'hog')?.STATUS).toBe('OutOfcpu');
+  const rejected = await waitFor('the OutOfcpu event', async () => (await podEvents('hog')).find((e) => e.reason === 'OutOfcpu'), 30_000, 500);
+  expect(rejected.type).toBe('Warning');
+  // Some seconds later it still never reached containerd: no sandbox, no container, not a line in containerd's log
+  // (which does log the pods it ran: the web pod's UID is there).
+  await new Promise((r) => setTimeout(r, 3_000));
+  expect(await runtimeObjects(cri, [pod.metadata!.uid!])).toEqual({ sandboxes: [], containers: [] });
+  expect(await containerdLogMentions((await getPod('web')).metadata!.uid!)).toBeGreaterThan(0);
+  expect(await containerdLogMentions(pod.metadata!.uid!)).toBe(0);
+  expect((await getPod('hog')).status?.phase).toBe('Failed');
+}, 120_000);
+
+test('a static pod from --pod-manifest-path gets its mirror pod <name>-<node> in kubectl get pod, with its status', async () => {
+  const name = staticName('static-web');
+  const row = await waitFor('the mirror pod Running in kubectl get pod -o wide', async () => {
+    const r = (await kubectl.table('pod', '-o', 'wide')).find((x) => x.NAME === name);
+    return r?.STATUS === 'Running' ? r : undefined;
+  }, 60_000, 500);
+  expect(row).toMatchObject({ READY: '1/1', NODE: testNode });
+  const mirror = await getPod(name);
+  expect(mirror.metadata?.annotations?.['kubernetes.io/config.mirror']).toBeTruthy();
+  expect(mirror.metadata?.ownerReferences).toEqual([expect.objectContaining({ kind: 'Node', name: testNode, controller: true })]);
+  expect(mirror.spec?.nodeName).toBe(testNode);
+  expect(mirror.status?.podIP).toBe(row.IP);
+  expect(mirror.status?.containerStatuses?.[0]).toMatchObject({ name: 'main', ready: true, restartCount: 0 });
+  expect(mirror.status?.containerStatuses?.[0]?.state?.running).toBeTruthy();
+  // The static pod runs under its own UID (the mirror's differs): its containers are in containerd.
+  const local = await agent.pods();
+  const staticPod = local.find((p) => p.metadata?.name === name)!;
+  uids.add(staticPod.metadata!.uid!);
+  expect(staticPod.metadata!.uid).not.toBe(mirror.metadata!.uid);
+  expect((await runtimeObjects(cri, [staticPod.metadata!.uid!])).containers).toHaveLength(1);
+}, 90_000);
+
+test('kubectl delete pod completes once the node has torn the pod down, and nothing of it remains on the node', async () => {
+  const pod = await waitForPod('web', 'Running', running);
+  const fp = await podFootprint(cri, agent.rootDir, pod.metadata!.uid!, pod.status!.podIP!);
+  // The running container and the one killed earlier (kept, as kubelet keeps a pod's last dead container).
+  expect(fp.containers).toHaveLength(2);
+  // kubectl waits until the object is gone, which happens when nodelet deletes it with grace 0 after the teardown.
+  const started = Date.now();
+  expect(await kubectl.run('delete', 'pod', 'web', '--timeout=60s')).toBe('pod "web" deleted');
+  expect(Date.now() - started).toBeLessThan(60_000);
+  await expect(kubectl.get('pod', 'web')).rejects.toThrow(/NotFound|not found/);
+  // Gone from the runtime before the API object went; the rest (netns, veth, reservation, dir) follows at once.
+  expect(await runtimeObjects(cri, [fp.uid])).toEqual({ sandboxes: [], containers: [] });
+  await waitFor('nothing of web left on the node', async () => ((await leftovers(cri, fp)).length === 0 ? true : undefined), 20_000, 250).catch(async (err: Error) => {
+    throw new Error(`${err.message}; left: ${(await leftovers(cri, fp)).join(', ')}`);
+  });
+}, 120_000);
