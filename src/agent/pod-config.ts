@@ -68,8 +68,8 @@ export class PodConfig {
   /** Pods admitted once stay admitted; rejected ones stay rejected (kubelet decides at a pod's first sight). */
   private readonly admitted = new Set<string>();
   private readonly rejected = new Set<string>();
-  /** Pods whose termination was requested because the API marked them for deletion. */
-  private readonly deleting = new Set<string>();
+  /** Pods whose termination was requested because the API marked them for deletion, with the grace asked for. */
+  private readonly deleting = new Map<string, number>();
   /** Pods being deleted that were handed to the status manager for their final write and deletion. */
   private readonly finished = new Set<string>();
   /** UIDs in the runtime at the last relist made after the sources had spoken; undefined before such a relist. */
@@ -121,7 +121,7 @@ export class PodConfig {
     const present = new Set(all.map(uidOf));
     for (const uid of [...this.admitted]) if (!present.has(uid)) this.admitted.delete(uid);
     for (const uid of [...this.rejected]) if (!present.has(uid)) this.rejected.delete(uid);
-    for (const uid of [...this.deleting]) if (!present.has(uid)) this.deleting.delete(uid);
+    for (const uid of [...this.deleting.keys()]) if (!present.has(uid)) this.deleting.delete(uid);
     for (const uid of [...this.finished]) if (!present.has(uid)) this.finished.delete(uid);
 
     // A pod the API already reports terminal, or marked for deletion, is not (or no longer) run.
@@ -146,9 +146,11 @@ export class PodConfig {
     }
 
     for (const p of this.apiPods) {
-      if (!p.metadata?.deletionTimestamp || this.deleting.has(uidOf(p))) continue;
-      this.deleting.add(uidOf(p));
+      if (!p.metadata?.deletionTimestamp) continue;
       const grace = deletionGracePeriodSeconds(p);
+      // A second DELETE may only shorten the grace period; the worker then restarts its stop with the shorter one.
+      if ((this.deleting.get(uidOf(p)) ?? Infinity) <= grace) continue;
+      this.deleting.set(uidOf(p), grace);
       this.log.info({ pod: nameOf(p), podUid: uidOf(p), gracePeriodSeconds: grace }, 'Pod deleted in the API server; terminating it');
       workers.terminatePod(uidOf(p), grace);
     }

@@ -28,6 +28,22 @@ export interface PodWorkerDeps extends SyncDeps {
   onStatus?: (pod: V1Pod, status: V1PodStatus, final: boolean) => void;
 }
 
+/**
+ * kubelet's podsDifferSemantically: only the spec, labels, annotations and deletion mark make a pod worth a sync. Its
+ * status and resourceVersion change with every status write (echoed back by the watch) and must not wake the worker.
+ */
+export function podsDifferSemantically(a: V1Pod, b: V1Pod): boolean {
+  const semantic = (p: V1Pod) =>
+    canonicalJson({
+      spec: p.spec,
+      labels: p.metadata?.labels ?? {},
+      annotations: p.metadata?.annotations ?? {},
+      deletionTimestamp: p.metadata?.deletionTimestamp,
+      deletionGracePeriodSeconds: p.metadata?.deletionGracePeriodSeconds,
+    });
+  return semantic(a) !== semantic(b);
+}
+
 export type PodLifecycle = 'syncing' | 'terminating' | 'terminated';
 
 /** What a worker knows of a pod it has no spec for (found in the runtime, or removed). */
@@ -76,14 +92,22 @@ export class PodWorker {
 
   /** A new desired spec for the same UID; the latest one wins. */
   update(pod: V1Pod): void {
-    if (this.lifecycle !== 'syncing') return;
-    if (this.pod && canonicalJson(this.pod) === canonicalJson(pod)) return;
+    if (this.lifecycle !== 'syncing' || this.pod === pod) return;
+    const changed = !this.pod || podsDifferSemantically(this.pod, pod);
     this.pod = pod;
-    this.wake();
+    if (changed) this.wake();
   }
 
   /** Starts termination: an in-flight sync is cancelled, then the pod is torn down with the grace period. */
   terminate(gracePeriodSeconds?: number): void {
+    if (this.lifecycle === 'terminating' && gracePeriodSeconds !== undefined && gracePeriodSeconds < this.identity.gracePeriodSeconds) {
+      // As kubelet's pod workers: the grace period only decreases; a shorter one cancels the stop under way, which
+      // starts again with it.
+      this.identity.gracePeriodSeconds = gracePeriodSeconds;
+      this.inFlight?.abort(new Error('termination grace period shortened'));
+      this.wake();
+      return;
+    }
     if (this.lifecycle !== 'syncing') return;
     this.lifecycle = 'terminating';
     this.deps.prober.removePod(this.uid);

@@ -19,7 +19,7 @@ const kubectl = new Kubectl(api.adminKubeconfig, join(work, 'kube-cache'), work)
 const cri = new CriClient(criEndpoint);
 const agent = await AgentProcess.create({ kubeconfig: api.nodeKubeconfig(testNode) });
 const uids = new Set<string>();
-const apiPods = ['web', 'crash', 'cfg', 'hog'];
+const apiPods = ['web', 'crash', 'cfg', 'hog', 'stubborn'];
 
 afterAll(async () => {
   try {
@@ -289,6 +289,35 @@ test('a static pod from --pod-manifest-path gets its mirror pod <name>-<node> in
   expect(staticPod.metadata!.uid).not.toBe(mirror.metadata!.uid);
   expect((await runtimeObjects(cri, [staticPod.metadata!.uid!])).containers).toHaveLength(1);
 }, 90_000);
+
+test('a second kubectl delete with a shorter grace period cuts short the termination under way', async () => {
+  // Its shell ignores SIGTERM: only the SIGKILL at the end of the grace period stops it.
+  await createAndBind(
+    'stubborn',
+    `apiVersion: v1
+kind: Pod
+metadata: {name: stubborn, namespace: default}
+spec:
+  terminationGracePeriodSeconds: 120
+  containers:
+  - name: main
+    image: ${busybox}
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "trap '' TERM; while true; do sleep 1; done"]
+`,
+  );
+  await waitForPod('stubborn', 'Running', running);
+  expect(await kubectl.run('delete', 'pod', 'stubborn', '--wait=false')).toBe('pod "stubborn" deleted');
+  const deleting = await waitForPod('stubborn', 'marked for deletion', (p) => !!p.metadata?.deletionTimestamp);
+  expect(deleting.metadata!.deletionGracePeriodSeconds).toBe(120);
+  // The node has begun stopping it (SIGTERM, ignored) and would wait 120 s.
+  await new Promise((r) => setTimeout(r, 3_000));
+  expect((await getPod('stubborn')).metadata!.deletionGracePeriodSeconds).toBe(120);
+  const started = Date.now();
+  expect(await kubectl.run('delete', 'pod', 'stubborn', '--grace-period=3', '--timeout=90s')).toBe('pod "stubborn" deleted');
+  expect(Date.now() - started).toBeLessThan(60_000);
+  expect(await runtimeObjects(cri, [deleting.metadata!.uid!])).toEqual({ sandboxes: [], containers: [] });
+}, 150_000);
 
 test('kubectl delete pod completes once the node has torn the pod down, and nothing of it remains on the node', async () => {
   const pod = await waitForPod('web', 'Running', running);

@@ -101,6 +101,21 @@ describe('PodConfig', () => {
     expect(t.finished).toEqual(['web']);
   });
 
+  it('passes a shorter grace period of a second DELETE to the worker, never a longer one', () => {
+    const t = setup(['api']);
+    const web = pod('web', '2025-01-01T00:00:01Z');
+    t.config.setApiPods([web], []);
+    const deleted = (grace: number) => ({ ...web, metadata: { ...web.metadata, deletionTimestamp: new Date(), deletionGracePeriodSeconds: grace } });
+    t.config.setApiPods([deleted(20)], []);
+    t.config.setApiPods([deleted(20)], []);
+    t.config.setApiPods([deleted(1)], []);
+    t.config.setApiPods([deleted(10)], []);
+    expect(t.terminated).toEqual([
+      ['uid-web', 20],
+      ['uid-web', 1],
+    ]);
+  });
+
   it('finishes a pod deleted while the agent was down once a relist shows nothing of it', () => {
     const t = setup(['api']);
     t.config.onRelist(snapshot([]));
