@@ -22,8 +22,6 @@ export interface FilePodSourceOptions {
   now?: () => Date;
 }
 
-/** Delay from the first watch event to the scan: lets the events of one write arrive, keeps manifest-to-pod fast. */
-const WATCH_DEBOUNCE_MS = 5;
 /**
  * A file modified this recently may be rewritten within the same timestamp tick with the same size, which its
  * stat cannot show; such files are read again (not parsed again) on the next scan.
@@ -67,7 +65,7 @@ export class FilePodSource {
   private scanning = false;
   private rescanRequested = false;
   private scanDone: Promise<void> = Promise.resolve();
-  private debounceTimer: NodeJS.Timeout | undefined;
+  private queuedScan: NodeJS.Immediate | undefined;
   private settleTimer: NodeJS.Timeout | undefined;
   private dirWatch: { watcher: FSWatcher; ino: bigint } | undefined;
   private parentWatcher: FSWatcher | undefined;
@@ -92,7 +90,7 @@ export class FilePodSource {
     await stopped;
     this.stopped = true;
     clearInterval(interval);
-    clearTimeout(this.debounceTimer);
+    clearImmediate(this.queuedScan);
     clearTimeout(this.settleTimer);
     this.closeWatchers();
     await this.scanDone;
@@ -124,12 +122,16 @@ export class FilePodSource {
     }
   }
 
+  /**
+   * The scan waits only for the watch events already queued (one write or rename gives several): a file still being
+   * written is caught by the settle rule, so no delay is needed and manifest-to-pod stays fast.
+   */
   private readonly onWatchEvent = (): void => {
-    if (this.debounceTimer) return;
-    this.debounceTimer = setTimeout(() => {
-      this.debounceTimer = undefined;
+    if (this.queuedScan) return;
+    this.queuedScan = setImmediate(() => {
+      this.queuedScan = undefined;
       this.requestScan();
-    }, WATCH_DEBOUNCE_MS);
+    });
   };
 
   private async scan(): Promise<void> {
