@@ -9,7 +9,8 @@ import { CriClient } from '../../../src/cri/client.js';
 import { startTestApiServer, type TestApiServer } from '../../apiserver/test-apiserver.js';
 import { bindPod } from '../../apiserver/scheduler.js';
 import { AgentProcess, busybox, containerPid, criEndpoint, httpGet, runtimeObjects, sleep, staticName, testNode, waitFor } from '../helpers/agent.js';
-import { Kubectl, leftovers, podFootprint } from '../helpers/cluster.js';
+import { leftovers, podFootprint } from '../helpers/cluster.js';
+import { Kubectl } from '../../apiserver/kubectl.js';
 
 const work = await mkdtemp(join(tmpdir(), 'nodelet-e2e-'));
 const auditLog = join(work, 'audit.log');
@@ -51,18 +52,11 @@ spec:
   await agent.start();
 }, 60_000);
 
-async function getPod(name: string): Promise<V1Pod> {
-  const p = await kubectl.get<V1Pod>('pod', name);
-  uids.add(p.metadata!.uid!);
-  return p;
-}
+/** kubectl's view of a pod (JSON); its UID is remembered for the clean-up. */
+const getPod = (name: string): Promise<V1Pod> => kubectl.pod(name, uids);
 
-function waitForPod(name: string, what: string, ok: (p: V1Pod) => boolean, timeoutMs = 60_000): Promise<V1Pod> {
-  return waitFor(`${name}: ${what} (kubectl)`, async () => {
-    const p = await getPod(name).catch(() => undefined);
-    return p && ok(p) ? p : undefined;
-  }, timeoutMs, 500);
-}
+const waitForPod = (name: string, what: string, ok: (p: V1Pod) => boolean, timeoutMs = 60_000): Promise<V1Pod> =>
+  kubectl.waitForPod(name, what, ok, { seen: uids, timeoutMs });
 
 const webPod = (name: string) => `apiVersion: v1
 kind: Pod

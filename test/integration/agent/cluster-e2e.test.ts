@@ -11,7 +11,8 @@ import { CriClient } from '../../../src/cri/client.js';
 import { startTestApiServer, type TestApiServer } from '../../apiserver/test-apiserver.js';
 import { bindPod } from '../../apiserver/scheduler.js';
 import { AgentProcess, busybox, containerPid, criEndpoint, httpGet, runtimeObjects, staticName, testNode, waitFor } from '../helpers/agent.js';
-import { containerdLogMentions, Kubectl, leftovers, podFootprint } from '../helpers/cluster.js';
+import { containerdLogMentions, leftovers, podFootprint } from '../helpers/cluster.js';
+import { Kubectl } from '../../apiserver/kubectl.js';
 
 const work = await mkdtemp(join(tmpdir(), 'nodelet-e2e-'));
 const api: TestApiServer = await startTestApiServer({ nodeNames: [testNode] });
@@ -53,18 +54,10 @@ beforeAll(async () => {
 }, 60_000);
 
 /** kubectl's view of a pod (JSON); its UID is remembered for the clean-up. */
-async function getPod(name: string): Promise<V1Pod> {
-  const p = await kubectl.get<V1Pod>('pod', name);
-  uids.add(p.metadata!.uid!);
-  return p;
-}
+const getPod = (name: string): Promise<V1Pod> => kubectl.pod(name, uids);
 
-function waitForPod(name: string, what: string, ok: (p: V1Pod) => boolean, timeoutMs = 60_000): Promise<V1Pod> {
-  return waitFor(`${name}: ${what} (kubectl)`, async () => {
-    const p = await getPod(name).catch(() => undefined);
-    return p && ok(p) ? p : undefined;
-  }, timeoutMs, 500);
-}
+const waitForPod = (name: string, what: string, ok: (p: V1Pod) => boolean, timeoutMs = 60_000): Promise<V1Pod> =>
+  kubectl.waitForPod(name, what, ok, { seen: uids, timeoutMs });
 
 /** `kubectl create -f <name>.yaml`, then the scheduler's binding to this node. */
 async function createAndBind(name: string, yaml: string): Promise<void> {

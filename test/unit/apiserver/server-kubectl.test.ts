@@ -1,14 +1,11 @@
 // The real kubectl (/usr/bin/kubectl, v1.32) against the test API server: create, get -o wide, get nodes, events, delete.
-import { execFile } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
+import { Kubectl } from '../../apiserver/kubectl.js';
 import { startTestApiServer, type TestApiServer } from '../../apiserver/test-apiserver.js';
 import { bindPod } from '../../apiserver/scheduler.js';
 import { PODS, node, ok } from './server-fixture.js';
 
-const execFileAsync = promisify(execFile);
-const KUBECTL = '/usr/bin/kubectl';
 
 let server: TestApiServer;
 beforeAll(async () => {
@@ -16,16 +13,8 @@ beforeAll(async () => {
 });
 afterAll(async () => server.stop());
 
-async function kubectl(...args: string[]): Promise<string> {
-  try {
-    // A private cache dir: discovery is cached per server URL, and every test server has a new port.
-    const { stdout } = await execFileAsync(KUBECTL, ['--kubeconfig', server.adminKubeconfig, '--cache-dir', join(server.dir, 'kubectl-cache'), ...args], { timeout: 30_000 });
-    return stdout;
-  } catch (err) {
-    const e = err as { stderr?: string; message: string };
-    throw new Error(`kubectl ${args.join(' ')}: ${e.stderr ?? e.message}`);
-  }
-}
+// A private cache dir: discovery is cached per server URL, and every test server has a new port.
+const kubectl = (...args: string[]): Promise<string> => new Kubectl(server.adminKubeconfig, join(server.dir, 'kubectl-cache'), server.dir).run(...args);
 
 const POD_YAML = `apiVersion: v1
 kind: Pod
@@ -42,7 +31,7 @@ spec:
 test('kubectl creates, lists wide, describes and deletes a pod; shows nodes and events', async () => {
   const file = join(server.dir, 'pod.yaml');
   await writeFile(file, POD_YAML);
-  expect(await kubectl('create', '-f', file)).toBe('pod/web created\n');
+  expect(await kubectl('create', '-f', file)).toBe('pod/web created');
 
   await ok(server.node('n1'), 'POST', '/api/v1/nodes', { body: node('n1') });
   await bindPod(server, 'default', 'web', 'n1');
@@ -81,26 +70,26 @@ test('kubectl creates, lists wide, describes and deletes a pod; shows nodes and 
   const nodes = (await kubectl('get', 'nodes', '-o', 'wide')).split('\n');
   expect(nodes[1]).toMatch(/^n1\s+Ready\s+<none>\s+\S+\s+\S*\s+127\.0\.0\.1\s+<none>/);
 
-  expect(await kubectl('wait', '--for=condition=Ready', 'pod/web', '--timeout=10s')).toBe('pod/web condition met\n');
+  expect(await kubectl('wait', '--for=condition=Ready', 'pod/web', '--timeout=10s')).toBe('pod/web condition met');
   expect(await kubectl('describe', 'pod', 'web')).toMatch(/Normal\s+Started\s+\S+\s+kubelet\s+Started container c/);
 
   const events = (await kubectl('get', 'events')).split('\n');
   expect(events[0]).toMatch(/^LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE$/);
   expect(events[1]).toMatch(/^\S+\s+Normal\s+Started\s+pod\/web\s+Started container c$/);
 
-  expect(await kubectl('label', 'pod', 'web', 'tier=front')).toBe('pod/web labeled\n');
-  expect(await kubectl('get', 'pods', '-l', 'tier=front', '-o', 'name')).toBe('pod/web\n');
+  expect(await kubectl('label', 'pod', 'web', 'tier=front')).toBe('pod/web labeled');
+  expect(await kubectl('get', 'pods', '-l', 'tier=front', '-o', 'name')).toBe('pod/web');
 
-  expect(await kubectl('delete', 'pod', 'web', '--wait=false')).toBe('pod "web" deleted\n');
+  expect(await kubectl('delete', 'pod', 'web', '--wait=false')).toBe('pod "web" deleted');
   expect(await kubectl('get', 'pod', 'web', '--no-headers')).toMatch(/^web\s+1\/1\s+Terminating\s/);
 });
 
 test('kubectl apply creates, then patches with a strategic merge patch', async () => {
   const file = join(server.dir, 'cm.yaml');
   await writeFile(file, 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  a: "1"\n');
-  expect(await kubectl('apply', '-f', file)).toBe('configmap/cfg created\n');
+  expect(await kubectl('apply', '-f', file)).toBe('configmap/cfg created');
   await writeFile(file, 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  b: "2"\n');
-  expect(await kubectl('apply', '-f', file)).toBe('configmap/cfg configured\n');
+  expect(await kubectl('apply', '-f', file)).toBe('configmap/cfg configured');
   expect(await kubectl('get', 'configmap', 'cfg', '-o', 'jsonpath={.data}')).toBe('{"b":"2"}');
 });
 

@@ -1,14 +1,11 @@
 // Protobuf request bodies end to end: kubectl's typed commands (create configmap/secret/namespace/serviceaccount/token),
 // and raw protobuf writes (update, delete options, refused kinds) answered in JSON.
-import { execFile } from 'node:child_process';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
+import { Kubectl } from '../../apiserver/kubectl.js';
 import { startTestApiServer, type TestApiServer } from '../../apiserver/test-apiserver.js';
 import { CONFIGMAPS, PODS, call, configMap, ok, type Obj } from './server-fixture.js';
 import { protobufBody } from './protobuf-encode.js';
 
-const execFileAsync = promisify(execFile);
-const KUBECTL = '/usr/bin/kubectl';
 const PROTOBUF = 'application/vnd.kubernetes.protobuf';
 
 let server: TestApiServer;
@@ -17,35 +14,27 @@ beforeAll(async () => {
 });
 afterAll(async () => server.stop());
 
-async function kubectl(...args: string[]): Promise<string> {
-  try {
-    // A private cache dir: discovery is cached per server URL, and every test server has a new port.
-    const { stdout } = await execFileAsync(KUBECTL, ['--kubeconfig', server.adminKubeconfig, '--cache-dir', join(server.dir, 'kubectl-cache'), ...args], { timeout: 30_000 });
-    return stdout;
-  } catch (err) {
-    const e = err as { stderr?: string; message: string };
-    throw new Error(`kubectl ${args.join(' ')}: ${e.stderr ?? e.message}`);
-  }
-}
+// A private cache dir: discovery is cached per server URL, and every test server has a new port.
+const kubectl = (...args: string[]): Promise<string> => new Kubectl(server.adminKubeconfig, join(server.dir, 'kubectl-cache'), server.dir).run(...args);
 
 function jwtClaims(token: string): Obj {
   return JSON.parse(Buffer.from(token.split('.')[1] as string, 'base64url').toString('utf8')) as Obj;
 }
 
 test('kubectl create configmap, secret generic, namespace and serviceaccount; delete configmap', async () => {
-  expect(await kubectl('create', 'configmap', 'c', '--from-literal=a=b')).toBe('configmap/c created\n');
+  expect(await kubectl('create', 'configmap', 'c', '--from-literal=a=b')).toBe('configmap/c created');
   expect(JSON.parse(await kubectl('get', 'configmap', 'c', '-o', 'json'))).toMatchObject({ kind: 'ConfigMap', metadata: { name: 'c', namespace: 'default' }, data: { a: 'b' } });
 
-  expect(await kubectl('create', 'secret', 'generic', 's', '--from-literal=p=q')).toBe('secret/s created\n');
+  expect(await kubectl('create', 'secret', 'generic', 's', '--from-literal=p=q')).toBe('secret/s created');
   expect(JSON.parse(await kubectl('get', 'secret', 's', '-o', 'json'))).toMatchObject({ type: 'Opaque', data: { p: Buffer.from('q').toString('base64') } });
 
-  expect(await kubectl('create', 'namespace', 'x')).toBe('namespace/x created\n');
+  expect(await kubectl('create', 'namespace', 'x')).toBe('namespace/x created');
   expect(JSON.parse(await kubectl('get', 'namespace', 'x', '-o', 'json'))).toMatchObject({ spec: { finalizers: ['kubernetes'] }, status: { phase: 'Active' } });
 
-  expect(await kubectl('create', 'serviceaccount', 'sa')).toBe('serviceaccount/sa created\n');
-  expect(await kubectl('get', 'serviceaccount', 'sa', '-o', 'name')).toBe('serviceaccount/sa\n');
+  expect(await kubectl('create', 'serviceaccount', 'sa')).toBe('serviceaccount/sa created');
+  expect(await kubectl('get', 'serviceaccount', 'sa', '-o', 'name')).toBe('serviceaccount/sa');
 
-  expect(await kubectl('delete', 'configmap', 'c')).toBe('configmap "c" deleted\n');
+  expect(await kubectl('delete', 'configmap', 'c')).toBe('configmap "c" deleted');
   await expect(kubectl('create', 'configmap', 'Bad_Name', '--from-literal=a=b')).rejects.toThrow('ConfigMap "Bad_Name" is invalid: metadata.name: Invalid value: "Bad_Name"');
 });
 
