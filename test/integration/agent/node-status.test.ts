@@ -7,7 +7,7 @@ import type { V1Lease, V1Node } from '@kubernetes/client-node';
 import { startTestApiServer, type TestApiServer } from '../../apiserver/test-apiserver.js';
 import { subnetCollisions } from '../../../src/cni/conflist.js';
 import { hostRoutes } from '../../../src/host/routes.js';
-import { busybox, isRunning, testAgent, testNode, waitFor } from '../helpers/agent.js';
+import { busybox, isRunning, startContainerd, stopContainerd, testAgent, testNode, waitFor } from '../helpers/agent.js';
 
 // The Node's pod CIDR: the first of these /24s no host route uses (the bench's floor bridge may hold one of them).
 const nodeCidr = await (async () => {
@@ -133,3 +133,25 @@ spec:
   uids.add(pod.metadata!.uid!);
   expect(pod.status?.podIP?.startsWith(nodeCidr.replace(/0\/24$/, ''))).toBe(true);
 });
+
+test("the node turns Ready=False with kubelet's reason when containerd goes away, and Ready again when it is back", async () => {
+  const ready = async () => (await getJson<V1Node>('node', testNode)).status?.conditions?.find((c) => c.type === 'Ready');
+  await waitFor('Ready=True', async () => ((await ready())?.status === 'True' ? true : undefined), 30_000, 500);
+  await stopContainerd();
+  try {
+    // kubelet calls the runtime down once its last good status answer is 30 s old.
+    const down = await waitFor('Ready=False', async () => {
+      const c = await ready();
+      return c?.status === 'False' ? c : undefined;
+    }, 60_000, 1_000);
+    expect(down.reason).toBe('KubeletNotReady');
+    expect(down.message).toContain('container runtime is down');
+  } finally {
+    await startContainerd();
+  }
+  const back = await waitFor('Ready=True again', async () => {
+    const c = await ready();
+    return c?.status === 'True' ? c : undefined;
+  }, 60_000, 1_000);
+  expect(back.reason).toBe('KubeletReady');
+}, 150_000);

@@ -1,29 +1,10 @@
 // containerd absent at start and going away later: nodelet keeps running, says so, and recovers by itself.
-import { execa } from 'execa';
-import { readFile } from 'node:fs/promises';
 import { CriClient } from '../../../src/cri/client.js';
-import { AgentProcess, busybox, criEndpoint, isRunning, repoRoot, sleep, waitFor } from '../helpers/agent.js';
+import { AgentProcess, busybox, criEndpoint, isRunning, sleep, startContainerd, stopContainerd, waitFor } from '../helpers/agent.js';
 
 const cri = new CriClient(criEndpoint);
 const agent = await AgentProcess.create();
 const uids = new Set<string>();
-
-async function stopContainerd(): Promise<void> {
-  const pid = Number((await readFile('/run/nodelet/containerd.pid', 'utf8')).trim());
-  process.kill(pid, 'SIGTERM');
-  await waitFor('containerd to exit', async () => {
-    try {
-      process.kill(pid, 0);
-      return undefined;
-    } catch {
-      return true;
-    }
-  }, 20_000);
-}
-
-async function startContainerd(): Promise<void> {
-  await execa('bash', [`${repoRoot}/scripts/runtime.sh`, 'up'], { stdio: 'ignore' });
-}
 
 const logged = (msg: string) => agent.logLines().some((l) => l.msg === msg);
 

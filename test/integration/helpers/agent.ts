@@ -1,7 +1,7 @@
 // Runs the real nodelet binary against the rig's containerd for integration tests, and inspects the host.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { get } from 'node:http';
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -265,4 +265,23 @@ export function httpGet(url: string, timeoutMs = 3_000): Promise<string> {
     req.on('timeout', () => req.destroy(new Error(`GET ${url}: no answer within ${timeoutMs} ms`)));
     req.on('error', reject);
   });
+}
+
+/** Stops the rig's containerd (SIGTERM) and waits until it has exited. */
+export async function stopContainerd(): Promise<void> {
+  const pid = Number((await readFile('/run/nodelet/containerd.pid', 'utf8')).trim());
+  process.kill(pid, 'SIGTERM');
+  await waitFor('containerd to exit', async () => {
+    try {
+      process.kill(pid, 0);
+      return undefined;
+    } catch {
+      return true;
+    }
+  }, 20_000);
+}
+
+/** Starts the rig's containerd again (idempotent rig script). */
+export async function startContainerd(): Promise<void> {
+  await execa('bash', [`${repoRoot}/scripts/runtime.sh`, 'up'], { stdio: 'ignore' });
 }
