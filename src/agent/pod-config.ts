@@ -130,7 +130,9 @@ export class PodConfig {
     const fresh = all.filter((p) => !this.admitted.has(uidOf(p)) && !this.rejected.has(uidOf(p)) && !ended(p)).sort(creationOrder);
     if (fresh.length > 0) {
       const node = this.opts.node();
-      let running = active();
+      // kubelet's filterOutInactivePods: a pod being deleted (or reported terminal) holds its resources until its
+      // worker has stopped it.
+      let running = all.filter((p) => this.admitted.has(uidOf(p)) && (!ended(p) || workers.isKnown(uidOf(p))));
       for (const pod of fresh) {
         const result = admitPod(pod, running, node);
         if (result.admit) {

@@ -1,6 +1,7 @@
 // Pure parts of the status manager: kubelet's mergePodStatus, its terminal guards, TerminatePod's final status, and the status patch.
 import type { V1ContainerStatus, V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node';
 import { isStaticPod } from '../pod/admission.js';
+import { canonicalJson } from '../canonical-json.js';
 
 /** Conditions kubelet owns (kubetypes.PodConditionByKubelet); others (readiness gates, DisruptionTarget ...) belong to others. */
 export const kubeletConditionTypes: ReadonlySet<string> = new Set(['PodScheduled', 'Ready', 'Initialized', 'ContainersReady', 'PodReadyToStartContainers']);
@@ -33,8 +34,9 @@ function isObject(v: Json | undefined): v is { [key: string]: Json } {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
+/** Key order does not count: kube-apiserver answers in Go struct order, which is not the order the node builds. */
 function equalJson(a: Json | undefined, b: Json | undefined): boolean {
-  return JSON.stringify(a) === JSON.stringify(b);
+  return canonicalJson(a) === canonicalJson(b);
 }
 
 function diffObjects(before: { [key: string]: Json }, after: { [key: string]: Json }, atStatusRoot: boolean): { [key: string]: Json } {

@@ -98,7 +98,8 @@ export class Reflector<T extends KubeObject> {
         }
         await this.watch(signal);
         // The server ended the watch at its timeout: watch again from where it stopped, no relist needed.
-        this.recovered();
+        this.failures = 0;
+        this.reachable();
       } catch (err) {
         if (signal.aborted) return;
         needList = true;
@@ -136,7 +137,9 @@ export class Reflector<T extends KubeObject> {
     }
     this.resourceVersion = list.metadata?.resourceVersion ?? '';
     this.synced = true;
-    this.recovered();
+    // A list that works says nothing of the watch after it: a watch that keeps failing at once must still back off
+    // (client-go resets its back-off only after a quiet period), so only a watch event or a watch's normal end resets it.
+    this.reachable();
     this.publish();
   }
 
@@ -158,6 +161,7 @@ export class Reflector<T extends KubeObject> {
   }
 
   private apply(event: WatchEvent<T>): void {
+    this.failures = 0;
     const obj = event.object;
     const rv = obj?.metadata?.resourceVersion;
     if (rv) this.resourceVersion = rv;
@@ -177,8 +181,7 @@ export class Reflector<T extends KubeObject> {
     }
   }
 
-  private recovered(): void {
-    this.failures = 0;
+  private reachable(): void {
     if (this.outageSince !== undefined) {
       this.opts.log.info({ what: this.opts.what, downForMs: Date.now() - this.outageSince }, 'API server reachable again; relisted');
       this.outageSince = undefined;

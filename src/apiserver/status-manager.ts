@@ -40,7 +40,8 @@ export class StatusManager {
   private apiPods = new Map<string, V1Pod>();
   /** Mirror pods by namespace/name: where static pods' statuses go. */
   private mirrors = new Map<string, V1Pod>();
-  private stopped = false;
+  /** Cancels the writes in flight when the agent stops. */
+  private readonly stopping = new AbortController();
   private writes = 0;
   private readonly retryMs: number;
   private readonly log: Logger;
@@ -67,15 +68,18 @@ export class StatusManager {
       // A response to our own write may be newer than the watch event that arrives after it.
       next.set(uid, known && newerResourceVersion(known, p) ? known : p);
     }
+    const before = new Map([...this.entries].map(([uid, e]) => [uid, this.target(e)]));
     this.apiPods = next;
-    this.mirrors = new Map(mirrorPods.map((m) => [key(m.metadata?.namespace, m.metadata?.name), m]));
+    this.mirrors = new Map(mirrorPods.map((m) => [key(m.metadata?.namespace, m.metadata?.name), next.get(m.metadata!.uid!)!]));
     for (const [uid, e] of this.entries) {
-      if (isStaticPod(e.pod)) {
-        this.kick(uid, e);
+      if (!isStaticPod(e.pod) && !next.has(uid)) {
+        this.forget(uid);
         continue;
       }
-      if (!next.has(uid)) this.forget(uid);
-      else if (!e.running && this.needsSync(e)) this.kick(uid, e);
+      // The reflector hands unchanged objects over as the same objects: only pods whose API copy changed are
+      // compared (a status the node derives kicks its own write through setStatus).
+      if (this.target(e) === before.get(uid)) continue;
+      if (!e.running && this.needsSync(e)) this.kick(uid, e);
     }
   }
 
@@ -123,7 +127,7 @@ export class StatusManager {
   }
 
   stop(): void {
-    this.stopped = true;
+    this.stopping.abort(new Error('status manager stopped'));
     for (const e of this.entries.values()) clearTimeout(e.retryTimer);
   }
 
@@ -140,7 +144,7 @@ export class StatusManager {
   }
 
   private kick(uid: string, e: Entry): void {
-    if (this.stopped) return;
+    if (this.stopping.signal.aborted) return;
     if (e.running) {
       e.dirty = true;
       return;
@@ -158,7 +162,7 @@ export class StatusManager {
         await this.sync(uid, e);
         e.failures = 0;
       } catch (err) {
-        if (this.entries.get(uid) !== e) break;
+        if (this.stopping.signal.aborted || this.entries.get(uid) !== e) break;
         const delay = Math.min(this.retryMs * 2 ** e.failures, this.retryMs * 16);
         e.failures++;
         this.log.warn({ err, pod: key(e.pod.metadata?.namespace, e.pod.metadata?.name), podUid: uid, retryInMs: delay }, 'Failed to update pod status; will retry');
@@ -169,7 +173,7 @@ export class StatusManager {
         e.retryTimer.unref();
         break;
       }
-    } while (e.dirty && !this.stopped && this.entries.get(uid) === e);
+    } while (e.dirty && !this.stopping.signal.aborted && this.entries.get(uid) === e);
     e.running = false;
   }
 
@@ -195,6 +199,7 @@ export class StatusManager {
           path: `${podPath(target.metadata!.namespace!, target.metadata!.name!)}/status`,
           body: patch,
           contentType: strategicMergePatch,
+          signal: this.stopping.signal,
         });
         this.writes++;
         this.remember(updated);
@@ -207,7 +212,11 @@ export class StatusManager {
         }
         // A conflict: the pod changed or was replaced under the same name; read it again and decide anew.
         if (!isConflict(err) || attempt >= 2) throw err;
-        const fresh: V1Pod = await this.opts.client.request<V1Pod>({ method: 'GET', path: podPath(target.metadata!.namespace!, target.metadata!.name!) });
+        const fresh: V1Pod = await this.opts.client.request<V1Pod>({
+          method: 'GET',
+          path: podPath(target.metadata!.namespace!, target.metadata!.name!),
+          signal: this.stopping.signal,
+        });
         if (fresh.metadata?.uid !== target.metadata?.uid) {
           log.info('Pod was deleted and created again under its name; its old status is dropped');
           if (!isStaticPod(e.pod)) this.forget(uid);
@@ -229,6 +238,7 @@ export class StatusManager {
         method: 'DELETE',
         path: podPath(current.metadata.namespace!, current.metadata.name!),
         body: { kind: 'DeleteOptions', apiVersion: 'v1', gracePeriodSeconds: 0, preconditions: { uid } },
+        signal: this.stopping.signal,
       });
       log.info('Pod terminated on the node and deleted from the API server');
     } catch (err) {

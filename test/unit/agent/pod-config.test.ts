@@ -75,6 +75,19 @@ describe('PodConfig', () => {
     expect(t.desired.at(-1)!.names).toEqual(['early']);
   });
 
+  it('counts a pod being deleted against new pods until its worker has stopped it (kubelet: filterOutInactivePods)', () => {
+    const t = setup(['api']);
+    const old = pod('old', '2025-01-01T00:00:01Z', '600m');
+    t.config.setApiPods([old], []);
+    t.known.add('uid-old');
+    const deleting = { ...old, metadata: { ...old.metadata, deletionTimestamp: new Date() } };
+    t.config.setApiPods([deleting, pod('new', '2025-01-01T00:00:02Z', '600m')], []);
+    expect(t.events).toEqual(['OutOfcpu']);
+    t.known.delete('uid-old');
+    t.config.setApiPods([deleting, pod('newer', '2025-01-01T00:00:03Z', '600m')], []);
+    expect(t.desired.at(-1)!.names).toEqual(['newer']);
+  });
+
   it('does not run pods the API reports terminal, nor mirror pods', () => {
     const t = setup(['api']);
     t.config.setApiPods([pod('done', '2025-01-01T00:00:01Z', undefined, {}, { phase: 'Succeeded' })], [pod('static-n1', '2025-01-01T00:00:01Z')]);

@@ -36,6 +36,14 @@ describe('podStatusPatch', () => {
     expect(sameStatus(stored, running)).toBe(true);
   });
 
+  it('ignores the order of keys (kube-apiserver answers in Go struct order, not in the order the node builds)', () => {
+    const reorder = (v: unknown): unknown =>
+      Array.isArray(v) ? v.map(reorder) : v && typeof v === 'object' && !(v instanceof Date) ? Object.fromEntries(Object.entries(v).reverse().map(([k, x]) => [k, reorder(x)])) : v;
+    const stored = reorder(JSON.parse(JSON.stringify(running))) as V1PodStatus;
+    expect(podStatusPatch('u1', stored, running)).toBeUndefined();
+    expect(sameStatus(stored, running)).toBe(true);
+  });
+
   it('carries the UID precondition and only what changed; conditions by type, containerStatuses whole', () => {
     const patch = podStatusPatch('u1', pending, running);
     expect(patch).toEqual({

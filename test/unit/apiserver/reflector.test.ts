@@ -160,6 +160,14 @@ describe('Reflector', () => {
     expect(t.sets).toEqual([[], ['x']]);
   });
 
+  it('keeps backing off when every list works but every watch fails at once (a working list is no sign of recovery)', async () => {
+    const steps: Step[] = [];
+    for (let i = 0; i < 4; i++) steps.push({ list: () => ({ items: [], rv: '10' }) }, { watch: () => Promise.reject(refused()) });
+    const t = setup(steps);
+    await t.run();
+    expect(t.sleeps).toEqual([800, 1600, 3200, 6400]);
+  });
+
   it('jitters the delay by up to 20%', async () => {
     const controller = new AbortController();
     const api = new ScriptedApi([{ list: () => { throw refused(); } }, { list: () => ({ items: [], rv: '1' }) }], controller);
