@@ -4,6 +4,7 @@ import type { V1ObjectReference, V1Pod } from '@kubernetes/client-node';
 import type { Logger } from '../log.js';
 import { ApiError, ApiUnavailableError, isNotFound, strategicMergePatch, type KubeClient } from './client.js';
 import { EventCorrelator, eventName, metaTime, type CorrelateResult, type EventObject, type EventType } from './event-correlator.js';
+import { sleepUnlessAborted } from './sleep.js';
 
 export type { EventType } from './event-correlator.js';
 
@@ -242,16 +243,6 @@ export class ApiEventRecorder implements EventRecorder {
   }
 
   private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const signal = this.stopping.signal;
-      const timer = setTimeout(done, ms);
-      timer.unref();
-      signal.addEventListener('abort', done, { once: true });
-      function done() {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', done);
-        resolve();
-      }
-    });
+    return sleepUnlessAborted(ms, this.stopping.signal);
   }
 }

@@ -2,6 +2,7 @@
 import type { V1Lease } from '@kubernetes/client-node';
 import type { Logger } from '../log.js';
 import { isConflict, isNotFound, type KubeClient } from './client.js';
+import { sleepUnlessAborted } from './sleep.js';
 
 /** What the controllers need of KubeClient (a fake in unit tests). */
 export type ApiRequester = Pick<KubeClient, 'request'>;
@@ -26,17 +27,7 @@ export interface ControllerClock {
 
 export const systemControllerClock: ControllerClock = {
   now: () => new Date(),
-  sleep: (ms, signal) =>
-    new Promise<void>((resolve) => {
-      if (signal.aborted) return resolve();
-      const done = () => {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      signal.addEventListener('abort', done, { once: true });
-    }),
+  sleep: sleepUnlessAborted,
   random: Math.random,
 };
 

@@ -2,6 +2,7 @@
 import type { KubeClient, WatchEvent } from './client.js';
 import { isGone } from './client.js';
 import type { Logger } from '../log.js';
+import { sleepUnlessAborted } from './sleep.js';
 
 /** What the reflector needs of the API client (a fake stands in for it in tests). */
 export type ListWatchClient = Pick<KubeClient, 'request' | 'watch'>;
@@ -45,19 +46,6 @@ export const defaultReflectorBackoff: ReflectorBackoff = { initialMs: 800, maxMs
 
 const minWatchTimeoutSeconds = 300;
 
-function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
-}
-
 export class Reflector<T extends KubeObject> {
   private readonly objects = new Map<string, T>();
   private resourceVersion = '';
@@ -72,7 +60,7 @@ export class Reflector<T extends KubeObject> {
 
   constructor(private readonly opts: ReflectorOptions<T>) {
     this.backoff = opts.backoff ?? defaultReflectorBackoff;
-    this.sleep = opts.sleep ?? abortableSleep;
+    this.sleep = opts.sleep ?? sleepUnlessAborted;
     this.random = opts.random ?? Math.random;
     this.watchTimeoutSeconds = opts.watchTimeoutSeconds ?? (() => Math.floor(minWatchTimeoutSeconds * (1 + this.random())));
   }
