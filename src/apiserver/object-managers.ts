@@ -68,17 +68,14 @@ export class ClusterObjectSource implements ApiObjectSource {
     return this.secrets.get(namespace, name, signal);
   }
 
-  serviceAccountToken(pod: V1Pod, request: TokenProjectionRequest, signal?: AbortSignal): Promise<ServiceAccountToken> {
-    return this.tokens.getToken(
-      {
-        namespace: pod.metadata?.namespace ?? 'default',
-        serviceAccountName: request.serviceAccountName,
-        audiences: request.audiences,
-        expirationSeconds: request.expirationSeconds,
-        pod: { name: pod.metadata?.name ?? '', uid: pod.metadata?.uid ?? '' },
-      },
-      signal,
-    );
+  serviceAccountToken(pod: V1Pod, request: TokenProjectionRequest): Promise<ServiceAccountToken> {
+    return this.tokens.getToken({
+      namespace: pod.metadata?.namespace ?? 'default',
+      serviceAccountName: request.serviceAccountName,
+      audiences: request.audiences,
+      expirationSeconds: request.expirationSeconds,
+      pod: { name: pod.metadata?.name ?? '', uid: pod.metadata?.uid ?? '' },
+    });
   }
 
   /** Objects watched, for tests and logs. */

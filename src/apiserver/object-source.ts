@@ -44,7 +44,7 @@ export interface ApiObjectSource {
   getConfigMap(namespace: string, name: string, signal?: AbortSignal): Promise<V1ConfigMap>;
   getSecret(namespace: string, name: string, signal?: AbortSignal): Promise<V1Secret>;
   /** A token bound to the pod, from the cache while it is fresh, else from TokenRequest. */
-  serviceAccountToken(pod: V1Pod, request: TokenProjectionRequest, signal?: AbortSignal): Promise<ServiceAccountToken>;
+  serviceAccountToken(pod: V1Pod, request: TokenProjectionRequest): Promise<ServiceAccountToken>;
 }
 
 /** The configmaps and secrets a pod reads (kubelet's VisitPodConfigmapNames and VisitPodSecretNames, for the sources nodelet uses). */

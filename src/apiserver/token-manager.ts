@@ -39,7 +39,7 @@ export interface TokenManagerOptions {
 
 /** kubelet's cache key: everything the request depends on, nothing secret. */
 function cacheKey(s: TokenSpec): string {
-  return JSON.stringify([s.serviceAccountName, s.namespace, s.audiences, s.expirationSeconds, s.pod.name, s.pod.uid]);
+  return `${s.pod.uid}/${JSON.stringify([s.serviceAccountName, s.namespace, s.audiences, s.expirationSeconds, s.pod.name])}`;
 }
 
 /**
@@ -50,6 +50,8 @@ function cacheKey(s: TokenSpec): string {
 export class ServiceAccountTokenManager {
   private readonly cache = new Map<string, CachedToken>();
   private readonly inFlight = new Map<string, Promise<ServiceAccountToken>>();
+  /** In-flight requests of pods deleted meanwhile: their answers are not cached. */
+  private readonly discarded = new Set<string>();
   private readonly now: () => number;
   private readonly random: () => number;
 
@@ -69,14 +71,21 @@ export class ServiceAccountTokenManager {
     return now < issuedAt;
   }
 
-  getToken(spec: TokenSpec, signal?: AbortSignal): Promise<ServiceAccountToken> {
+  /**
+   * The token, from the cache or one TokenRequest shared by every caller asking meanwhile; that request carries the
+   * client's deadline, not a caller's signal, so one caller's cancelled sync cannot fail the others.
+   */
+  getToken(spec: TokenSpec): Promise<ServiceAccountToken> {
     this.dropExpired();
     const k = cacheKey(spec);
     const cached = this.cache.get(k);
     if (cached && !this.requiresRefresh(cached)) return Promise.resolve({ token: cached.token, expirationTimestamp: new Date(cached.expiration) });
     let pending = this.inFlight.get(k);
     if (!pending) {
-      pending = this.fetch(k, spec, cached, signal).finally(() => this.inFlight.delete(k));
+      pending = this.fetch(k, spec, cached).finally(() => {
+        this.inFlight.delete(k);
+        this.discarded.delete(k);
+      });
       this.inFlight.set(k, pending);
     }
     return pending;
@@ -85,6 +94,8 @@ export class ServiceAccountTokenManager {
   /** The pod is gone: its tokens are dropped (kubelet's DeleteServiceAccountToken). */
   deletePodTokens(podUid: string): void {
     for (const [k, t] of this.cache) if (t.podUid === podUid) this.cache.delete(k);
+    // A request under way for the pod must not cache its answer for a pod that is gone.
+    for (const k of this.inFlight.keys()) if (k.startsWith(`${podUid}/`)) this.discarded.add(k);
   }
 
   /** Number of cached tokens (for tests). */
@@ -97,7 +108,7 @@ export class ServiceAccountTokenManager {
     for (const [k, t] of this.cache) if (now > t.expiration) this.cache.delete(k);
   }
 
-  private async fetch(k: string, spec: TokenSpec, cached: CachedToken | undefined, signal?: AbortSignal): Promise<ServiceAccountToken> {
+  private async fetch(k: string, spec: TokenSpec, cached: CachedToken | undefined): Promise<ServiceAccountToken> {
     const path = `/api/v1/namespaces/${encodeURIComponent(spec.namespace)}/serviceaccounts/${encodeURIComponent(spec.serviceAccountName)}/token`;
     const body: AuthenticationV1TokenRequest = {
       apiVersion: 'authentication.k8s.io/v1',
@@ -110,7 +121,7 @@ export class ServiceAccountTokenManager {
     };
     let answer: AuthenticationV1TokenRequest;
     try {
-      answer = await this.opts.client.request<AuthenticationV1TokenRequest>({ method: 'POST', path, body, ...(signal ? { signal } : {}) });
+      answer = await this.opts.client.request<AuthenticationV1TokenRequest>({ method: 'POST', path, body });
       if (!answer?.status?.token || !answer.status.expirationTimestamp) throw new Error(`TokenRequest for ${spec.namespace}/${spec.serviceAccountName} answered without a token`);
     } catch (err) {
       const message = (err as Error).message;
@@ -125,7 +136,7 @@ export class ServiceAccountTokenManager {
       expiration: new Date(answer.status.expirationTimestamp).getTime(),
       expirationSeconds: answer.spec?.expirationSeconds ?? spec.expirationSeconds,
     };
-    this.cache.set(k, token);
+    if (!this.discarded.has(k)) this.cache.set(k, token);
     return { token: token.token, expirationTimestamp: new Date(token.expiration) };
   }
 }

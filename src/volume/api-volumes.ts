@@ -138,7 +138,6 @@ async function projectedPayload(pod: V1Pod, volume: V1Volume, ctx: PayloadContex
             audiences: tp.audience ? [tp.audience] : [],
             expirationSeconds: tp.expirationSeconds ?? defaultTokenExpirationSeconds,
           },
-          ctx.signal,
         );
         // With an fsUser or fsGroup the token is private to them (fsGroup ownership then adds group read: 0640).
         const mode = fsUser !== undefined || fsGroup !== undefined ? 0o600 : defaultMode;

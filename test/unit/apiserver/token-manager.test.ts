@@ -116,3 +116,17 @@ test('the tokens of a removed pod are forgotten', async () => {
   await manager.getToken(spec());
   expect(requests).toHaveLength(3);
 });
+
+test('callers asking at once share one TokenRequest; its answer is not cached when the pod was removed meanwhile', async () => {
+  const [a, b] = await Promise.all([manager.getToken(spec()), manager.getToken(spec())]);
+  expect(requests).toHaveLength(1);
+  expect(a.token).toBe(b.token);
+
+  const other = spec({ pod: { name: 'q', uid: 'uid-2' } });
+  const pending = manager.getToken(other);
+  manager.deletePodTokens('uid-2');
+  expect((await pending).token).toBe('token-2');
+  expect(manager.size).toBe(1);
+  await manager.getToken(other);
+  expect(requests).toHaveLength(3);
+});
