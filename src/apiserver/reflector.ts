@@ -109,12 +109,16 @@ export class Reflector<T extends KubeObject> {
     }
   }
 
-  /** Full list at the most recent version ("" = consistent read from storage), reported as the complete set. */
+  /**
+   * Full list, reported as the complete set. As client-go's reflector, a relist after a broken watch asks for "not
+   * older than" the last version seen (the API server answers from its cache); the first list and the one after a
+   * 410 use "" (a consistent read from storage).
+   */
   private async relist(signal: AbortSignal): Promise<void> {
     const list = await this.opts.client.request<ObjectList<T>>({
       method: 'GET',
       path: this.opts.path,
-      query: { fieldSelector: this.opts.fieldSelector, resourceVersion: '' },
+      query: { fieldSelector: this.opts.fieldSelector, resourceVersion: this.resourceVersion },
       timeoutMs: this.opts.listTimeoutMs ?? 60_000,
       signal,
     });

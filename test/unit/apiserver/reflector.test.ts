@@ -1,4 +1,4 @@
-// The reflector behind the API pod source: list + watch, relist with resourceVersion "" on 410, capped back-off on outages, logged once.
+// The reflector behind the API pod source: list + watch, relist from the last version ("" on 410), capped back-off on outages, logged once.
 import { pino } from 'pino';
 import type { V1Pod } from '@kubernetes/client-node';
 import { ApiError, ApiUnavailableError, type ApiRequest, type WatchRequest } from '../../../src/apiserver/client.js';
@@ -158,6 +158,8 @@ describe('Reflector', () => {
     await t.run();
     expect(t.sleeps).toEqual([800]);
     expect(t.sets).toEqual([[], ['x']]);
+    // As client-go: the relist after a broken watch asks for "not older than" the last version seen, not a storage read.
+    expect(t.api.calls.map((c) => `${c.kind}:${String(c.query.resourceVersion)}`)).toEqual(['list:', 'watch:10', 'list:10', 'watch:12']);
   });
 
   it('keeps backing off when every list works but every watch fails at once (a working list is no sign of recovery)', async () => {
