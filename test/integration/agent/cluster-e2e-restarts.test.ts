@@ -1,7 +1,7 @@
 // Cluster mode end to end through restarts and outages, with the test API server, the real containerd and CNI, the real
 // nodelet and the real kubectl: restarting nodelet changes nothing; a pod deleted while nodelet is down is torn down when
 // it starts; a 30 s API server outage (same store) ends with nodelet relisting, reporting and heartbeating again.
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { V1Lease, V1Node, V1Pod } from '@kubernetes/client-node';
@@ -9,7 +9,7 @@ import { CriClient } from '../../../src/cri/client.js';
 import { startTestApiServer, type TestApiServer } from '../../apiserver/test-apiserver.js';
 import { bindPod } from '../../apiserver/scheduler.js';
 import { AgentProcess, busybox, containerPid, criEndpoint, httpGet, runtimeObjects, sleep, staticName, testNode, waitFor } from '../helpers/agent.js';
-import { leftovers, podFootprint } from '../helpers/cluster.js';
+import { cleanUpCluster, leftovers, podFootprint } from '../helpers/cluster.js';
 import { Kubectl } from '../../apiserver/kubectl.js';
 
 const work = await mkdtemp(join(tmpdir(), 'nodelet-e2e-'));
@@ -21,21 +21,7 @@ const agent = await AgentProcess.create({ kubeconfig: api.nodeKubeconfig(testNod
 const uids = new Set<string>();
 const apiPods = ['keep', 'gone', 'survivor', 'after'];
 
-afterAll(async () => {
-  try {
-    // The API server may have been left suspended by a failed test.
-    await api.resume().catch(() => undefined);
-    if (!agent.running) await agent.start().catch(() => undefined);
-    for (const p of await kubectl.get<{ items: V1Pod[] }>('pods').then((l) => l.items).catch(() => [] as V1Pod[])) uids.add(p.metadata!.uid!);
-    await kubectl.run('delete', 'pod', '--wait=false', '--ignore-not-found', ...apiPods).catch(() => undefined);
-    // Then the static pods' manifests go, and the agent's teardown of all of them is awaited (else done through CRI).
-    await agent.shutdown(cri, uids);
-  } finally {
-    await api.stop();
-    cri.close();
-    await rm(work, { recursive: true, force: true });
-  }
-}, 180_000);
+afterAll(() => cleanUpCluster({ api, kubectl, agent, cri, uids, apiPods, work }), 180_000);
 
 beforeAll(async () => {
   await agent.writeManifest('static-keep.yaml', `apiVersion: v1

@@ -3,7 +3,7 @@
 // restarts when killed, crash-loops when failing, reads a configMap volume that follows updates, has its events, is
 // refused by admission when too big, and leaves nothing behind when kubectl deletes it; a static pod gets its mirror pod.
 import { networkInterfaces } from 'node:os';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { CoreV1Event, V1Lease, V1Node, V1Pod } from '@kubernetes/client-node';
@@ -11,7 +11,7 @@ import { CriClient } from '../../../src/cri/client.js';
 import { startTestApiServer, type TestApiServer } from '../../apiserver/test-apiserver.js';
 import { bindPod } from '../../apiserver/scheduler.js';
 import { AgentProcess, busybox, containerPid, criEndpoint, httpGet, runtimeObjects, staticName, testNode, waitFor } from '../helpers/agent.js';
-import { containerdLogMentions, leftovers, podFootprint } from '../helpers/cluster.js';
+import { cleanUpCluster, containerdLogMentions, leftovers, podFootprint } from '../helpers/cluster.js';
 import { Kubectl } from '../../apiserver/kubectl.js';
 
 const work = await mkdtemp(join(tmpdir(), 'nodelet-e2e-'));
@@ -22,19 +22,7 @@ const agent = await AgentProcess.create({ kubeconfig: api.nodeKubeconfig(testNod
 const uids = new Set<string>();
 const apiPods = ['web', 'crash', 'cfg', 'hog', 'stubborn'];
 
-afterAll(async () => {
-  try {
-    // Pods go the way users remove them (deleted in the API, torn down by nodelet); the helper removes what stays.
-    for (const p of await kubectl.get<{ items: V1Pod[] }>('pods').then((l) => l.items).catch(() => [] as V1Pod[])) uids.add(p.metadata!.uid!);
-    await kubectl.run('delete', 'pod', '--wait=false', '--ignore-not-found', ...apiPods).catch(() => undefined);
-    // Then the static pods' manifests go, and the agent's teardown of all of them is awaited (else done through CRI).
-    await agent.shutdown(cri, uids);
-  } finally {
-    await api.stop();
-    cri.close();
-    await rm(work, { recursive: true, force: true });
-  }
-}, 180_000);
+afterAll(() => cleanUpCluster({ api, kubectl, agent, cri, uids, apiPods, work }), 180_000);
 
 const staticManifest = `apiVersion: v1
 kind: Pod
