@@ -48,6 +48,8 @@ LOCKFILE=/run/nodelet/runtime$SUFFIX.lock
 IMAGES_DIR=/var/lib/nodelet/images
 NETNS_DIR=/var/run/netns
 CNI_DATA=/var/lib/cni
+# The agent's --spawn-helper default.
+SPAWN_HELPER=/opt/nodelet/bin/nodelet-spawn
 
 PAUSE_IMAGE=localhost/nodelet/pause:1.0
 BUSYBOX_IMAGE=localhost/nodelet/busybox:1.35
@@ -265,6 +267,23 @@ write_configs() {
   write_if_changed "$NET_DIR/$name" "$content" || true
 }
 
+# compile_c SRC BIN WHAT: (re)builds BIN from the C file SRC when SRC is newer or differs from what was compiled last (a
+# checkout can carry older mtimes).
+compile_c() {
+  local src=$1 bin=$2 what=$3 src_sha
+  src_sha=$(sha256_of "$src")
+  [[ -x $bin && ! $src -nt $bin && "$(cat "$bin.src-sha256" 2>/dev/null)" == "$src_sha" ]] && return 0
+  log "compiling $what $src..."
+  mkdir -p "$(dirname "$bin")"
+  gcc -O2 -Wall -o "$bin.tmp.$$" "$src" >&2 || {
+    rm -f "$bin.tmp.$$"
+    die "compiling $src failed"
+  }
+  # Rename so nothing ever executes a half-written binary.
+  mv -f "$bin.tmp.$$" "$bin"
+  echo "$src_sha" >"$bin.src-sha256"
+}
+
 ensure_cni_bin() {
   log "populating CNI bin dir $CNI_BIN..."
   mkdir -p "$CNI_BIN"
@@ -277,24 +296,7 @@ ensure_cni_bin() {
   find "$CNI_BIN" -maxdepth 1 -xtype l -delete
   [[ $INSTANCE == main ]] || return 0
 
-  local src=$REPO/src/cni/shim/nodelet-cni.c bin=$CNI_BIN/nodelet-cni
-  if [[ -f $src ]]; then
-    # Rebuild when the source is newer, or differs from what was compiled last (a checkout can carry older mtimes).
-    local src_sha
-    src_sha=$(sha256_of "$src")
-    if [[ ! -x $bin || $src -nt $bin || "$(cat "$bin.src-sha256" 2>/dev/null)" != "$src_sha" ]]; then
-      log "compiling CNI shim $src..."
-      gcc -O2 -Wall -o "$bin.tmp.$$" "$src" >&2 || {
-        rm -f "$bin.tmp.$$"
-        die "compiling $src failed"
-      }
-      # Rename so containerd never executes a half-written binary.
-      mv -f "$bin.tmp.$$" "$bin"
-      echo "$src_sha" >"$bin.src-sha256"
-    fi
-  else
-    log "NOTE: $src not present yet; shim not compiled (re-run 'up' once it exists)"
-  fi
+  compile_c "$REPO/src/cni/shim/nodelet-cni.c" "$CNI_BIN/nodelet-cni" "CNI shim"
 
   local wrapper
   wrapper=$(printf '#!/bin/sh\n# nodelet-cni-local: CNI DEL fallback the shim execs when the agent is unreachable (written by scripts/runtime.sh).\nexec %s %s "$@"' \
@@ -536,6 +538,8 @@ cmd_up() {
   choose_snapshotter
   write_configs
   ensure_cni_bin
+  # The agent starts CNI plugins through this helper (see its source for why); the floor has no agent.
+  if [[ $INSTANCE == main ]]; then compile_c "$REPO/src/host/spawn-helper/nodelet-spawn.c" "$SPAWN_HELPER" "process spawn helper"; fi
   start_containerd
   check_cri_plugin
   ensure_images
@@ -706,6 +710,7 @@ cmd_down() {
     log "purging $ROOT, $CONF_DIR, $CNI_BIN, $IMAGES_DIR, $LOG"
     unmount_under "$ROOT"
     rm -rf "$ROOT" "$CONF_DIR" "$CNI_BIN" "$IMAGES_DIR" "$LOG"
+    if [[ $INSTANCE == main ]]; then rm -rf "$(dirname "$SPAWN_HELPER")"; fi
     rmdir "$(dirname "$CNI_BIN")" /opt/nodelet /etc/nodelet /var/lib/nodelet /var/log/nodelet 2>/dev/null || true
   fi
 }

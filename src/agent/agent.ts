@@ -10,6 +10,7 @@ import { PodNetwork } from '../cni/pod-network.js';
 import { CniShimServer } from '../cni/shim-server.js';
 import { hostRoutes } from '../host/routes.js';
 import { PodCgroupManager } from '../host/cgroups.js';
+import { DirectProgramRunner, SpawnHelperRunner } from '../host/program-runner.js';
 import { detectNodeIP, hostAddresses, hostDnsConfig, nodeName } from '../host/node.js';
 import { subnetCollisions } from '../cni/conflist.js';
 import type { Logger } from '../log.js';
@@ -40,6 +41,8 @@ export interface AgentConfig {
   cniBinDirs: string[];
   cniCacheDir: string;
   cniSocket: string;
+  /** The nodelet-spawn helper's path; '' starts programs with child_process. */
+  spawnHelper: string;
   podLogsDir: string;
   runtimeRequestTimeoutMs: number;
   syncFrequencyMs: number;
@@ -99,7 +102,9 @@ export class Agent {
         );
       }
     }
-    const executor = new CniExecutor({ binDirs: config.cniBinDirs, cacheDir: config.cniCacheDir, log });
+    // Started now, while the agent is small: the helper's own start is the one fork of the agent's size it costs.
+    const programs = config.spawnHelper ? await SpawnHelperRunner.start(config.spawnHelper, log) : new DirectProgramRunner();
+    const executor = new CniExecutor({ binDirs: config.cniBinDirs, cacheDir: config.cniCacheDir, programs, log });
     const podNetwork = await PodNetwork.create({ executor, main: networks.main, loopback: networks.loopback, log });
     const shimServer = new CniShimServer({ socketPath: config.cniSocket, backend: podNetwork, log });
     await shimServer.listen();
@@ -208,6 +213,7 @@ export class Agent {
       workers.stop();
       await api.close();
       await shimServer.close();
+      programs.close();
       runtime.close();
       log.info('nodelet stopped; pods keep running');
     }

@@ -1,6 +1,7 @@
 // Parses nodelet's command line: kubelet's flag names, `--flag=value` or `--flag value`.
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { DEFAULT_SPAWN_HELPER } from '../host/program-runner.js';
 
 export type FlagKind = 'string' | 'duration' | 'int' | 'bool';
 
@@ -27,6 +28,7 @@ export const agentFlags: FlagSpec[] = [
   { name: 'cni-bin-dir', kind: 'string', default: '/usr/lib/cni,/opt/cni/bin', help: 'Comma-separated directories of CNI plugin binaries' },
   { name: 'cni-cache-dir', kind: 'string', default: '/var/lib/cni', help: 'Directory of cached CNI results' },
   { name: 'cni-socket', kind: 'string', default: '/run/nodelet/cni.sock', help: "Socket on which the CNI shim reaches nodelet's network executor" },
+  { name: 'spawn-helper', kind: 'string', default: DEFAULT_SPAWN_HELPER, help: "Helper that starts CNI plugins without forking the agent; '' starts them directly" },
   { name: 'pod-logs-dir', kind: 'string', default: '/var/log/pods', help: 'Root of pod log directories' },
   { name: 'runtime-request-timeout', kind: 'duration', default: '2m', help: 'Timeout of runtime requests (except long-running ones)' },
   { name: 'sync-frequency', kind: 'duration', default: '1m', help: 'Maximum interval between syncs of a pod' },

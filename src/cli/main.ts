@@ -44,6 +44,7 @@ function agentConfig(values: Map<string, string>, kubelet: KubeletConfiguration)
     cniBinDirs: get('cni-bin-dir').split(',').map((d) => d.trim()).filter(Boolean),
     cniCacheDir: get('cni-cache-dir'),
     cniSocket: get('cni-socket'),
+    spawnHelper: get('spawn-helper'),
     podLogsDir: kubelet.podLogsDir,
     runtimeRequestTimeoutMs: kubelet.runtimeRequestTimeoutMs,
     syncFrequencyMs: kubelet.syncFrequencyMs,

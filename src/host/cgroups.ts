@@ -1,7 +1,7 @@
 // Pod cgroups under kubepods, created and removed as kubelet's cgroupfs driver does (--cgroups-per-qos) on cgroup v1 hosts.
 import { constants } from 'node:fs';
 import { mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 /** One mounted cgroup hierarchy: a v1 hierarchy with its controllers, or the v2 unified one. */
 export interface CgroupHierarchy {
@@ -88,25 +88,32 @@ export class PodCgroupManager {
     return h.controllers.includes(controller);
   }
 
-  /** Creates a cgroup (and missing parents) in every v1 hierarchy; cpuset directories inherit their parent's CPUs and memory nodes. */
+  /** Creates a cgroup (and missing parents) in every v1 hierarchy, the hierarchies in parallel. */
   private async create(path: string): Promise<void> {
-    for (const h of this.v1) {
-      const segments = path.split('/').filter(Boolean);
-      let dir = h.mountPoint;
-      for (const segment of segments) {
-        const parent = dir;
-        dir = join(dir, segment);
-        const created = (await mkdir(dir).then(() => true, (err: NodeJS.ErrnoException) => {
-          if (err.code === 'EEXIST') return false;
-          throw err;
-        }));
-        if (created && this.has(h, 'cpuset')) {
-          // A new cpuset starts empty and accepts no task until it has CPUs and memory nodes.
-          for (const file of ['cpuset.cpus', 'cpuset.mems']) {
-            const inherited = (await readFile(join(parent, file), 'utf8')).trim();
-            if (inherited) await writeControl(dir, file, inherited);
-          }
-        }
+    await Promise.all(this.v1.map((h) => this.createIn(h, path)));
+  }
+
+  /**
+   * Creates the cgroup in one hierarchy, trying the leaf first: a pod's parents (its QoS cgroup) exist, so this is
+   * one mkdir per hierarchy on the start path; missing parents are created on ENOENT. A new cpuset directory
+   * inherits its parent's CPUs and memory nodes.
+   */
+  private async createIn(h: CgroupHierarchy, path: string): Promise<void> {
+    const dir = join(h.mountPoint, path);
+    try {
+      await mkdir(dir);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'EEXIST') return;
+      if (code !== 'ENOENT' || dirname(path) === path) throw err;
+      await this.createIn(h, dirname(path));
+      return this.createIn(h, path);
+    }
+    if (this.has(h, 'cpuset')) {
+      // A new cpuset starts empty and accepts no task until it has CPUs and memory nodes.
+      for (const file of ['cpuset.cpus', 'cpuset.mems']) {
+        const inherited = (await readFile(join(dirname(dir), file), 'utf8')).trim();
+        if (inherited) await writeControl(dir, file, inherited);
       }
     }
   }
@@ -126,19 +133,21 @@ export class PodCgroupManager {
   /** Creates the pod's cgroup at `path` (e.g. /kubepods/burstable/pod<uid>) and applies its settings. */
   async ensurePod(path: string, settings: PodCgroupSettings): Promise<void> {
     await this.ensureQosCgroups();
-    await this.create(path);
-    for (const h of this.v1) {
-      const dir = join(h.mountPoint, path);
-      if (this.has(h, 'cpu')) {
-        await writeControl(dir, 'cpu.shares', settings.cpuShares);
-        if (settings.cpuPeriod !== undefined && settings.cpuQuota !== undefined && settings.cpuQuota !== 0) {
-          await this.writeCfs(dir, settings.cpuPeriod, settings.cpuQuota);
+    await Promise.all(
+      this.v1.map(async (h) => {
+        await this.createIn(h, path);
+        const dir = join(h.mountPoint, path);
+        if (this.has(h, 'cpu')) {
+          await writeControl(dir, 'cpu.shares', settings.cpuShares);
+          if (settings.cpuPeriod !== undefined && settings.cpuQuota !== undefined && settings.cpuQuota !== 0) {
+            await this.writeCfs(dir, settings.cpuPeriod, settings.cpuQuota);
+          }
         }
-      }
-      if (this.has(h, 'memory') && settings.memoryLimitInBytes !== undefined && settings.memoryLimitInBytes > 0) {
-        await writeControl(dir, 'memory.limit_in_bytes', settings.memoryLimitInBytes);
-      }
-    }
+        if (this.has(h, 'memory') && settings.memoryLimitInBytes !== undefined && settings.memoryLimitInBytes > 0) {
+          await writeControl(dir, 'memory.limit_in_bytes', settings.memoryLimitInBytes);
+        }
+      }),
+    );
   }
 
   // The kernel checks quota against the current period: one order of the two writes can be refused, the other not.
@@ -171,9 +180,12 @@ export class PodCgroupManager {
    * CgroupBusyError when the cgroup stays busy so the caller retries later.
    */
   async removePod(uid: string, attempts = 10): Promise<void> {
-    for (const h of this.hierarchies) {
-      for (const qos of qosCgroups) await this.removeTree(join(h.mountPoint, qos, `${podCgroupPrefix}${uid}`), attempts);
-    }
+    // All hierarchies at once; each settles (none is left half-removed in the background) before the first error is thrown.
+    const results = await Promise.allSettled(
+      this.hierarchies.flatMap((h) => qosCgroups.map((qos) => this.removeTree(join(h.mountPoint, qos, `${podCgroupPrefix}${uid}`), attempts))),
+    );
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
   }
 
   /**

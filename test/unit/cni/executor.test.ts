@@ -1,10 +1,12 @@
-// CniExecutor against fake plugin scripts: chaining, injection, capabilities, DEL/CHECK semantics, errors, cache, GC.
+// CniExecutor against fake plugin scripts, run through the nodelet-spawn helper as the agent runs them: chaining, injection, capabilities, DEL/CHECK semantics, errors, cache, GC.
 import { mkdtemp, readFile, rm, utimes, writeFile, mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { CniExecutor, parseBinDirs } from '../../../src/cni/executor.js';
 import { CniError, type CniRuntimeConf, type NetConfList } from '../../../src/cni/types.js';
+import { SpawnHelperRunner } from '../../../src/host/program-runner.js';
+import { compileSpawnHelper, type CompiledHelper } from '../host/spawn-helper-binary.js';
 import { defaultResult, FakePlugins } from './fake-plugins.js';
 
 const log = pino({ level: 'silent' });
@@ -12,6 +14,18 @@ const log = pino({ level: 'silent' });
 let root: string;
 let fakes: FakePlugins;
 let cacheDir: string;
+let helper: CompiledHelper;
+let programs: SpawnHelperRunner;
+
+beforeAll(async () => {
+  helper = await compileSpawnHelper();
+  programs = await SpawnHelperRunner.start(helper.path, log);
+}, 60_000);
+
+afterAll(async () => {
+  programs.close();
+  await helper.remove();
+});
 
 beforeEach(async () => {
   root = await mkdtemp(join(tmpdir(), 'nodelet-cni-exec-'));
@@ -24,7 +38,7 @@ afterEach(async () => {
 });
 
 function executor(extra: { pluginTimeoutMs?: number } = {}): CniExecutor {
-  return new CniExecutor({ binDirs: [join(root, 'missing-dir'), fakes.binDir], cacheDir, log, ...extra });
+  return new CniExecutor({ binDirs: [join(root, 'missing-dir'), fakes.binDir], cacheDir, log, programs, ...extra });
 }
 
 function list(plugins: NetConfList['plugins'], extra: Partial<NetConfList> = {}): NetConfList {
