@@ -3,8 +3,8 @@
 //
 // Why a helper: libuv starts every child with fork(), which copies the page tables of the whole agent while the event
 // loop waits: ~2-3 ms per plugin at the agent's size, and the kernel spends as much again tearing the copy down at
-// exec. The helper (src/host/spawn-helper/nodelet-spawn.c) uses posix_spawn, whose cost does not grow with the
-// agent; it is started once, while the agent is still small.
+// exec. The helper (src/host/spawn-helper/nodelet-spawn.c) is a ~1 MB process whose own fork/exec costs ~0.1 ms; it
+// is started once, while the agent is still small.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { constants } from 'node:os';
 import type { Logger } from '../log.js';
@@ -97,7 +97,7 @@ export class DirectProgramRunner implements ProgramRunner {
   close(): void {}
 }
 
-/** The errno names posix_spawn reports for a program that cannot be started. */
+/** The errno names of a program that cannot be started (the helper reports the number). */
 const errnoNames: Record<number, string> = { 1: 'EPERM', 2: 'ENOENT', 7: 'E2BIG', 8: 'ENOEXEC', 12: 'ENOMEM', 13: 'EACCES', 20: 'ENOTDIR', 21: 'EISDIR', 22: 'EINVAL', 24: 'EMFILE', 26: 'ETXTBSY', 40: 'ELOOP' };
 
 function signalName(signo: number): string {
