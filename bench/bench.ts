@@ -2,12 +2,11 @@
 //
 // Floor: RunPodSandbox + CreateContainer + StartContainer issued straight over gRPC to the "floor" containerd, whose CNI
 // config is the plain reference bridge chain containerd runs itself (what kubelet would get from this containerd).
-// nodelet: a static pod manifest renamed into the agent's manifest directory, until the agent's status socket reports
-// the pod Running with its IP; the agent runs on the main containerd, whose CNI plugin is the shim back to the agent.
+// nodelet: a static pod manifest renamed into the agent's manifest directory, until the watch on the agent's status socket
+// (opened before the rename) delivers the pod Running with its IP; the agent runs on the main containerd, whose CNI plugin
+// is the shim back to the agent. The watch delivers each change as it happens, and costs the agent (on a 2-core machine
+// busy starting pods) one serialisation of a pod per change of it, not one of every pod per look.
 // Floor and nodelet repetitions alternate so machine noise hits both alike. Teardown between repetitions is not timed.
-// Each status poll costs the agent CPU (serialising every pod), on a 2-core machine that is busy starting pods: so the
-// bench polls every 100 ms until the agent has logged 'Created container' for every pod, then every --poll-ms (5 ms).
-// The end is still what the status socket says; the poll's cost is measured and printed.
 //
 // Probe load (after the start-up measurements, with the same agent): --probe-pods pods serving httpd, each with an exec
 // readiness probe every 2 s and an httpGet liveness probe every 5 s; once all are Ready and 10 s have passed, the agent's
@@ -17,7 +16,7 @@
 // Cluster mode (bench/cluster.ts): the pod startup latency SLI through the test API server and its watch, beside the floor.
 //
 // Usage: node dist/bench/bench.js [--only startup|probes|cluster] [--reps N] [--pods N] [--probe-pods N] [--probe-seconds N] [--json]
-//          [--sa-token] [--poll-ms N] [--eager-poll] [--agent-v N] [--agent-log FILE] [--agent-cpu-prof FILE] [--agent-heap-prof FILE]
+//          [--sa-token] [--agent-v N] [--agent-log FILE] [--agent-cpu-prof FILE] [--agent-heap-prof FILE]
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createWriteStream, existsSync, readdirSync, readFileSync, renameSync, writeFileSync, type WriteStream } from 'node:fs';
@@ -28,7 +27,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import type { V1Pod, V1PodSpec } from '@kubernetes/client-node';
-import { fetchPods } from '../src/agent/status-api.js';
+import { fetchPods, watchPods } from '../src/agent/status-api.js';
 import { CriClient } from '../src/cri/client.js';
 import { hostDnsConfig } from '../src/host/node.js';
 import { podNamespaceLabel } from '../src/pod/labels.js';
@@ -79,8 +78,6 @@ interface Options {
   /** Diagnosis: where to write a sampling heap profile (what the window's allocations left alive) ('' for none). */
   agentHeapProf: string;
   json: boolean;
-  pollMs: number;
-  eagerPoll: boolean;
   /** Cluster phase: the pods get the default service account token volume (as kube's admission gives any pod). */
   saToken: boolean;
   agentV: number;
@@ -88,7 +85,7 @@ interface Options {
 }
 
 const usage = `usage: node dist/bench/bench.js [--only startup|probes|cluster] [--reps N] [--pods N] [--probe-pods N] [--probe-seconds N] [--json]
-         [--sa-token] [--poll-ms N] [--eager-poll] [--agent-v N] [--agent-log FILE] [--agent-cpu-prof FILE] [--agent-heap-prof FILE]
+         [--sa-token] [--agent-v N] [--agent-log FILE] [--agent-cpu-prof FILE] [--agent-heap-prof FILE]
   --only P     run only one phase: startup (floor vs nodelet start-up latency, peak RSS), probes (the agent's CPU and
                RSS with probed pods running) or cluster (pod startup SLI through the test API server vs the floor, API
                requests per pod); all three by default, in that order
@@ -97,11 +94,8 @@ const usage = `usage: node dist/bench/bench.js [--only startup|probes|cluster] [
   --probe-pods N     pods running during the probe-load window (default 30)
   --probe-seconds N  length of the probe-load window (default 120)
   --json       print the figures as JSON on stdout (the table then goes to stderr)
-  --poll-ms N  interval between polls of the agent's status socket once every pod has its container created (default 5)
   --sa-token   cluster phase: let the API pods mount the default service account token (kube's default; the floor's pods
                and the other phases' have no volume), so the figures include the token and kube-root-ca.crt requests
-  --eager-poll poll every --poll-ms from the manifest rename on, not only once the agent logged 'Created container'
-               for every pod (the answer then costs the agent CPU while it is busiest: for comparison only)
   --agent-v N  the agent's log verbosity (-v), for diagnosis only (default 0)
   --agent-log FILE  also write the agent's log lines to FILE, for diagnosis
   --agent-cpu-prof FILE  diagnosis: start the agent with an inspector on a loopback port and write a V8 CPU profile of
@@ -116,7 +110,7 @@ Needs both containerds of the rig: bash scripts/runtime.sh up && NODELET_RUNTIME
 function parseOptions(argv: string[]): Options {
   const opts: Options = {
     phases: new Set(['startup', 'probes', 'cluster']), reps: 5, pods: 30, probePods: 30, probeSeconds: 120, agentCpuProf: '', agentHeapProf: '',
-    json: false, pollMs: 5, eagerPoll: false, saToken: false, agentV: 0, agentLog: '',
+    json: false, saToken: false, agentV: 0, agentLog: '',
   };
   const int = (flag: string, value: string | undefined, min: number): number => {
     if (value === undefined || !/^\d+$/.test(value) || Number(value) < min) throw new UsageError(`${flag} needs an integer >= ${min}`);
@@ -138,11 +132,9 @@ function parseOptions(argv: string[]): Options {
       }
       case '--agent-cpu-prof': opts.agentCpuProf = value() ?? ''; if (!opts.agentCpuProf) throw new UsageError('--agent-cpu-prof needs a file'); break;
       case '--agent-heap-prof': opts.agentHeapProf = value() ?? ''; if (!opts.agentHeapProf) throw new UsageError('--agent-heap-prof needs a file'); break;
-      case '--poll-ms': opts.pollMs = int(flag, value(), 1); break;
       case '--agent-v': opts.agentV = int(flag, value(), 0); break;
       case '--agent-log': opts.agentLog = value() ?? ''; if (!opts.agentLog) throw new UsageError('--agent-log needs a file'); break;
       case '--json': opts.json = true; break;
-      case '--eager-poll': opts.eagerPoll = true; break;
       case '--sa-token': opts.saToken = true; break;
       case '-h': case '--help': throw new UsageError('', 0);
       default: throw new UsageError(`unknown argument: ${argv[i]}`);
@@ -496,14 +488,6 @@ class BenchAgent {
     }
   }
 
-  /** Pods (namespace/name) with a `msg` log line at index `from` or later; `from` moves past what was read. */
-  podsLogged(msg: string, cursor: { from: number }, into: Set<string>): void {
-    for (; cursor.from < this.lines.length; cursor.from++) {
-      const l = this.lines[cursor.from]!;
-      if (l.msg === msg && l.pod) into.add(l.pod);
-    }
-  }
-
   /** Warnings and errors the agent logged after `sinceEpochMs` (a healthy run has none about bench pods). */
   problemsSince(sinceEpochMs: number): LogLine[] {
     return this.lines.filter((l) => l.time >= sinceEpochMs && (l.level ?? 0) >= 40);
@@ -550,7 +534,7 @@ const stepNames: { key: keyof PodSteps; label: string }[] = [
   { key: 'created', label: "'Created container'" },
   { key: 'started', label: "'Started container'" },
   { key: 'running', label: "'Pod phase changed' Running" },
-  { key: 'observed', label: 'seen Running+IP by the bench poll' },
+  { key: 'observed', label: "seen Running+IP by the bench's watch" },
 ];
 
 interface NodeletSample {
@@ -558,12 +542,9 @@ interface NodeletSample {
   t0Epoch: number;
   pods: string[];
   observedAt: Map<string, number>;
-  rttsMs: number[];
   agentCpuMs: number;
   agentChildCpuMs: number;
   benchCpuMs: number;
-  /** When the fast polling began (ms after the rename). */
-  fastPollFromMs: number;
 }
 
 interface FloorSample {
@@ -806,63 +787,74 @@ class Bench {
 
   async nodeletRun(names: string[], timeoutMs: number): Promise<NodeletSample> {
     const agent = this.agent!;
-    const signal = this.signal;
     // Written aside as dotfiles (which the agent ignores), then renamed in: the agent never sees a half file.
     for (const name of names) await writeFile(join(agent.manifestDir, `.${name}.json.tmp`), manifestText(name));
     const staticNames = names.map((n) => `${n}-${benchNode}`);
     const wanted = new Set(staticNames);
     const observedAt = new Map<string, number>();
-    const rttsMs: number[] = [];
-    const created = new Set<string>();
-    const cursor = { from: agent.lines.length };
-    let fastPollFromMs = this.opts.eagerPoll ? 0 : NaN;
-    let lastPoll = -Infinity;
-    const cpu0 = agent.cpuMs();
-    const benchCpu0 = process.cpuUsage();
-    const t0 = now();
-    for (const name of names) renameSync(join(agent.manifestDir, `.${name}.json.tmp`), join(agent.manifestDir, `${name}.json`));
-    for (;;) {
-      if (!agent.running) throw new Error(`nodelet exited during the measurement:\n${agent.recentOutput()}`);
-      if (Number.isNaN(fastPollFromMs)) {
-        agent.podsLogged('Created container', cursor, created);
-        if (staticNames.every((n) => created.has(`${benchNamespace}/${n}`))) fastPollFromMs = now() - t0;
-      }
-      // Before the fast phase the socket is asked only every 100 ms: a failed pod or a changed log text still shows.
-      if (!Number.isNaN(fastPollFromMs) || now() - lastPoll >= 100) {
-        const sent = now();
-        lastPoll = sent;
-        const pods = await fetchPods(agent.socket, 5_000);
-        const answered = now();
-        rttsMs.push(answered - sent);
-        for (const p of pods) {
-          const name = p.metadata?.name ?? '';
-          if (!wanted.has(name) || observedAt.has(name)) continue;
-          if (isRunning(p)) observedAt.set(name, answered - t0);
-          else if (p.status?.phase === 'Failed' || p.status?.phase === 'Succeeded') throw new Error(`bench pod ${name} ended ${p.status.phase}: ${JSON.stringify(p.status)}`);
-        }
-        if (observedAt.size === wanted.size) {
-          const cpu1 = agent.cpuMs();
-          const benchCpu = process.cpuUsage(benchCpu0);
-          if (Number.isNaN(fastPollFromMs)) this.note("pods were Running before the agent logged 'Created container' for each; their end was seen by the 100 ms poll");
-          return {
-            elapsedMs: answered - t0,
-            t0Epoch: toEpoch(t0),
-            pods: staticNames,
-            observedAt,
-            rttsMs,
-            agentCpuMs: cpu1.self - cpu0.self,
-            agentChildCpuMs: cpu1.children - cpu0.children,
-            benchCpuMs: (benchCpu.user + benchCpu.system) / 1000,
-            fastPollFromMs,
-          };
-        }
-        if (answered - t0 > timeoutMs) {
-          const pending = staticNames.filter((n) => !observedAt.has(n));
-          const sample = pods.find((p) => p.metadata?.name === pending[0]);
-          throw new Error(`${pending.length} of ${names.length} pods not Running with an IP after ${timeoutMs / 1000} s; e.g. ${pending[0]}: ${JSON.stringify(sample?.status ?? 'not listed')}\n${agent.recentOutput()}`);
-        }
-      }
-      await delay(this.opts.pollMs, undefined, { signal });
+    /** Each bench pod as the watch last delivered it, for the timeout's message. */
+    const lastSeen = new Map<string, V1Pod>();
+    let t0 = NaN;
+    // Settled by the watch: established (its initial events delivered), then every pod seen Running, or a failure.
+    let established!: () => void;
+    let allRunning!: (at: number) => void;
+    let failed!: (err: Error) => void;
+    const watchReady = new Promise<void>((resolve) => (established = resolve));
+    const outcome = new Promise<number>((resolve, reject) => {
+      allRunning = resolve;
+      failed = reject;
+    });
+    // Awaited only once the manifests are in: a failure before that must not count as unhandled meanwhile.
+    outcome.catch(() => undefined);
+    const stopWatch = new AbortController();
+    const stopOnAbort = () => stopWatch.abort();
+    this.signal.addEventListener('abort', stopOnAbort, { once: true });
+    const watch = watchPods(agent.socket, { signal: stopWatch.signal, sendInitialEvents: true }, ({ type, object: p }) => {
+      if (type === 'BOOKMARK') return established();
+      const name = p.metadata?.name ?? '';
+      if (!wanted.has(name) || observedAt.has(name)) return;
+      lastSeen.set(name, p);
+      if (type === 'DELETED') failed(new Error(`bench pod ${name} was removed before it ran: ${JSON.stringify(p.status)}`));
+      else if (isRunning(p)) {
+        observedAt.set(name, now() - t0);
+        if (observedAt.size === wanted.size) allRunning(now());
+      } else if (p.status?.phase === 'Failed' || p.status?.phase === 'Succeeded') failed(new Error(`bench pod ${name} ended ${p.status.phase}: ${JSON.stringify(p.status)}`));
+    });
+    void watch.then(
+      () => failed(stopWatch.signal.aborted
+        ? new Error('the measurement was stopped', { cause: this.signal.reason })
+        : new Error(`nodelet ended the status watch during the measurement:\n${agent.recentOutput()}`)),
+      (err: unknown) => failed(new Error(`the status watch failed: ${errorText(err)}\n${agent.recentOutput()}`, { cause: err })),
+    );
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([watchReady, outcome]);
+      const cpu0 = agent.cpuMs();
+      const benchCpu0 = process.cpuUsage();
+      t0 = now();
+      for (const name of names) renameSync(join(agent.manifestDir, `.${name}.json.tmp`), join(agent.manifestDir, `${name}.json`));
+      timer = setTimeout(() => {
+        const pending = staticNames.filter((n) => !observedAt.has(n));
+        const sample = lastSeen.get(pending[0]!);
+        failed(new Error(`${pending.length} of ${names.length} pods not Running with an IP after ${timeoutMs / 1000} s; e.g. ${pending[0]}: ${JSON.stringify(sample?.status ?? 'not listed')}\n${agent.recentOutput()}`));
+      }, timeoutMs);
+      const endedAt = await outcome;
+      const cpu1 = agent.cpuMs();
+      const benchCpu = process.cpuUsage(benchCpu0);
+      return {
+        elapsedMs: endedAt - t0,
+        t0Epoch: toEpoch(t0),
+        pods: staticNames,
+        observedAt,
+        agentCpuMs: cpu1.self - cpu0.self,
+        agentChildCpuMs: cpu1.children - cpu0.children,
+        benchCpuMs: (benchCpu.user + benchCpu.system) / 1000,
+      };
+    } finally {
+      clearTimeout(timer);
+      this.signal.removeEventListener('abort', stopOnAbort);
+      stopWatch.abort();
+      await watch.catch(() => undefined);
     }
   }
 
@@ -905,26 +897,6 @@ class Bench {
     }
     for (const [name, t] of sample.observedAt) steps.get(name)!.observed = t;
     return steps;
-  }
-
-  /** Extra agent CPU while the bench polls its status every pollMs, with `podsListed` pods in the answer. */
-  async pollCost(): Promise<{ idleCpuPct: number; pollingCpuPct: number; rttMs: number; podsListed: number }> {
-    const agent = this.agent!;
-    const windowMs = 2_000;
-    const podsListed = (await fetchPods(agent.socket)).length;
-    const a = agent.cpuMs().self;
-    await delay(windowMs, undefined, { signal: this.signal });
-    const b = agent.cpuMs().self;
-    const rtts: number[] = [];
-    const end = now() + windowMs;
-    while (now() < end) {
-      const s = now();
-      await fetchPods(agent.socket);
-      rtts.push(now() - s);
-      await delay(this.opts.pollMs, undefined, { signal: this.signal });
-    }
-    const c = agent.cpuMs().self;
-    return { idleCpuPct: ((b - a) / windowMs) * 100, pollingCpuPct: ((c - b) / windowMs) * 100, rttMs: median(rtts), podsListed };
   }
 }
 
@@ -1467,7 +1439,6 @@ interface Results {
   singleSteps: Map<string, PodSteps>[];
   parallelSteps: Map<string, PodSteps>[];
   rss: { idleStartMB: number; idleEndMB: number; peakMB: number };
-  pollCost: { single?: Awaited<ReturnType<Bench['pollCost']>>; parallel?: Awaited<ReturnType<Bench['pollCost']>> };
 }
 
 interface RunResults {
@@ -1499,7 +1470,7 @@ async function run(bench: Bench, opts: Options): Promise<RunResults> {
     if (opts.phases.has('startup')) out.startup = await runStartup(bench, opts, out, idleStartMB);
     if (opts.phases.has('probes')) {
       // The probe load is about an agent that runs probed pods: a fresh agent keeps the heap the start-up bursts
-      // (and their 5 ms status polling) grew out of its RSS figure.
+      // grew out of its RSS figure.
       if (out.startup) {
         await bench.agent!.stop();
         await bench.startAgent();
@@ -1558,7 +1529,6 @@ async function runStartup(bench: Bench, opts: Options, common: RunResults, idleS
     singleSteps: [],
     parallelSteps: [],
     rss: { idleStartMB, idleEndMB: NaN, peakMB: NaN },
-    pollCost: {},
   };
 
   const floorOnce = async (names: string[]) => {
@@ -1566,12 +1536,8 @@ async function runStartup(bench: Bench, opts: Options, common: RunResults, idleS
     await bench.removeBenchPods(bench.floor, bench.signal);
     return s;
   };
-  const nodeletOnce = async (names: string[], timeoutMs: number, measurePollCost?: 'single' | 'parallel') => {
+  const nodeletOnce = async (names: string[], timeoutMs: number) => {
     const s = await bench.nodeletRun(names, timeoutMs);
-    if (measurePollCost) {
-      progress(`  measuring the status poll's cost with ${names.length} pod(s) listed...`);
-      res.pollCost[measurePollCost] = await bench.pollCost();
-    }
     await bench.nodeletTeardown(bench.signal);
     return s;
   };
@@ -1601,7 +1567,7 @@ async function runStartup(bench: Bench, opts: Options, common: RunResults, idleS
         progress(`  floor ${fmtMs(s.elapsedMs)}`);
       } else {
         progress(`1 pod, rep ${k}/${opts.reps}: nodelet...`);
-        const s = await nodeletOnce([`ns${k}`], singleTimeoutMs, k === 1 ? 'single' : undefined);
+        const s = await nodeletOnce([`ns${k}`], singleTimeoutMs);
         res.nodelet.single.push(s);
         progress(`  nodelet ${fmtMs(s.elapsedMs)}`);
       }
@@ -1618,7 +1584,7 @@ async function runStartup(bench: Bench, opts: Options, common: RunResults, idleS
         progress(`  floor ${fmtMs(s.elapsedMs)}`);
       } else {
         progress(`${opts.pods} pods, rep ${k}/${opts.reps}: nodelet...`);
-        const s = await nodeletOnce(batch(`np${k}`), parallelTimeoutMs, k === 1 ? 'parallel' : undefined);
+        const s = await nodeletOnce(batch(`np${k}`), parallelTimeoutMs);
         res.nodelet.parallel.push(s);
         progress(`  nodelet ${fmtMs(s.elapsedMs)}`);
       }
@@ -1670,7 +1636,6 @@ function figures(res: Results) {
   const single = { floor: summary(fs), nodelet: summary(ns), ratio: ratio(median(ns), median(fs)), ratioOfMins: ratio(min(ns), min(fs)) };
   const parallel = { floor: summary(fp), nodelet: summary(np), ratio: ratio(median(np), median(fp)), ratioOfMins: ratio(min(np), min(fp)) };
   const all = (xs: FloorSample[], f: (s: FloorSample) => number[]) => round1(median(xs.flatMap(f)));
-  const rtts = (xs: NodeletSample[]) => xs.flatMap((s) => s.rttsMs);
   const perPodCpu = (xs: NodeletSample[], pods: number) => ({
     selfMs: round1(median(xs.map((s) => s.agentCpuMs / pods))),
     pluginsMs: round1(median(xs.map((s) => s.agentChildCpuMs / pods))),
@@ -1680,7 +1645,6 @@ function figures(res: Results) {
     runtime: res.runtime,
     reps: res.options.reps,
     pods: res.options.pods,
-    pollIntervalMs: res.options.pollMs,
     single,
     parallel,
     targets: {
@@ -1703,18 +1667,11 @@ function figures(res: Results) {
     },
     nodeletSteps: { single: stepTable(res.singleSteps), parallel: stepTable(res.parallelSteps) },
     agentCpuPerPodMs: { single: perPodCpu(res.nodelet.single, 1), parallel: perPodCpu(res.nodelet.parallel, res.options.pods) },
-    poll: {
-      rttMedianMs: { single: round2(median(rtts(res.nodelet.single))), parallel: round2(median(rtts(res.nodelet.parallel))) },
-      pollsPerMeasurement: { single: median(res.nodelet.single.map((s) => s.rttsMs.length)), parallel: median(res.nodelet.parallel.map((s) => s.rttsMs.length)) },
-      eager: res.options.eagerPoll,
-      fastPollFromMs: { single: round1(median(res.nodelet.single.map((s) => s.fastPollFromMs))), parallel: round1(median(res.nodelet.parallel.map((s) => s.fastPollFromMs))) },
-      benchCpuMs: {
-        floorSingle: round1(median(res.floor.single.map((s) => s.benchCpuMs))),
-        nodeletSingle: round1(median(res.nodelet.single.map((s) => s.benchCpuMs))),
-        floorParallel: round1(median(res.floor.parallel.map((s) => s.benchCpuMs))),
-        nodeletParallel: round1(median(res.nodelet.parallel.map((s) => s.benchCpuMs))),
-      },
-      agentCpuPct: res.pollCost,
+    benchCpuMs: {
+      floorSingle: round1(median(res.floor.single.map((s) => s.benchCpuMs))),
+      nodeletSingle: round1(median(res.nodelet.single.map((s) => s.benchCpuMs))),
+      floorParallel: round1(median(res.floor.parallel.map((s) => s.benchCpuMs))),
+      nodeletParallel: round1(median(res.nodelet.parallel.map((s) => s.benchCpuMs))),
     },
   };
 }
@@ -1761,18 +1718,8 @@ function table(f: Figures, notes: string[]): string {
   }
   const cpu = f.agentCpuPerPodMs;
   lines.push(`agent CPU per pod, its own + the CNI plugins it ran: ${cpu.single.selfMs} + ${cpu.single.pluginsMs} ms (1 pod), ${cpu.parallel.selfMs} + ${cpu.parallel.pluginsMs} ms (${f.pods} pods)`);
-  lines.push('');
-  const pc = f.poll.agentCpuPct;
-  const pcText = (x: typeof pc.single) => (x ? `${x.idleCpuPct.toFixed(1)}% -> ${x.pollingCpuPct.toFixed(1)}% of a core with ${x.podsListed} pods listed (${x.rttMs.toFixed(2)} ms/request)` : '-');
-  const pollWhen = f.poll.eager
-    ? 'from the rename on (--eager-poll)'
-    : `once every pod's container was created (at ${f.poll.fastPollFromMs.single.toFixed(0)} ms / ${f.poll.fastPollFromMs.parallel.toFixed(0)} ms), every 100 ms before`;
-  lines.push(`status poll every ${f.pollIntervalMs} ms ${pollWhen}:`);
-  lines.push(`  round trip median ${f.poll.rttMedianMs.single} ms (1 pod) / ${f.poll.rttMedianMs.parallel} ms (${f.pods} pods); ` +
-    `${f.poll.pollsPerMeasurement.single} / ${f.poll.pollsPerMeasurement.parallel} polls per measurement`);
-  lines.push(`  agent CPU, idle -> polling nonstop every ${f.pollIntervalMs} ms: ${pcText(pc.single)}; ${pcText(pc.parallel)}`);
-  const bc = f.poll.benchCpuMs;
-  lines.push(`  the bench's own CPU per measurement: 1 pod floor ${bc.floorSingle} ms / nodelet ${bc.nodeletSingle} ms; ${f.pods} pods floor ${bc.floorParallel} ms / nodelet ${bc.nodeletParallel} ms`);
+  const bc = f.benchCpuMs;
+  lines.push(`the bench's own CPU per measurement: 1 pod floor ${bc.floorSingle} ms / nodelet ${bc.nodeletSingle} ms; ${f.pods} pods floor ${bc.floorParallel} ms / nodelet ${bc.nodeletParallel} ms`);
   if (notes.length > 0) {
     lines.push('');
     for (const n of notes) lines.push(`NOTE: ${n}`);

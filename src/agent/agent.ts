@@ -124,6 +124,8 @@ export class Agent {
     const volumes = new PodVolumeManager(config.rootDir, () => nodeAllocatable(config.rootDir), cluster?.objects);
     // Events go to the API server in cluster mode; standalone, as kubelet without an API client, only to the log.
     const events = cluster?.events ?? new LogEventRecorder(log, node);
+    // Before the workers: they tell it every change of their pods, for the status socket's watch.
+    const api = new StatusApi(statusSocketPath(config.rootDir), () => workers.pods());
     const workers = new PodWorkers({
       volumes,
       runtime,
@@ -140,6 +142,7 @@ export class Agent {
       errorRetryMs: workerErrorRetryMs,
       log,
       ...(cluster ? { onStatus: cluster.onPodStatus, apiObjects: cluster.objects } : {}),
+      onPodChange: (uid, pod) => api.podChanged(uid, pod),
       events,
       prober: new ProbeManager({ runtime, hostIP: () => nodeIP, hostIPs: cachedHostIPs(nodeIP), log, events }),
     });
@@ -196,7 +199,6 @@ export class Agent {
       }
     };
 
-    const api = new StatusApi(statusSocketPath(config.rootDir), () => workers.pods());
     await api.listen();
     // Standalone: the static pods are all there is; cluster mode merges them with the API's pods.
     const source = cluster ? undefined : new FilePodSource({

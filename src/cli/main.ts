@@ -1,16 +1,18 @@
 // The `nodelet` command: runs the agent (default) or talks to a running one (`nodelet pods`).
 import { Agent, AgentConfigError, statusSocketPath, type AgentConfig } from '../agent/agent.js';
 import { KubeletConfigError, loadKubeletConfiguration, resolveKubeletConfiguration, type KubeletConfiguration } from '../agent/kubelet-config.js';
-import { fetchPods } from '../agent/status-api.js';
+import { fetchPods, watchPods } from '../agent/status-api.js';
 import { KubeconfigError } from '../apiserver/kubeconfig.js';
 import { configureLogger, type LogFormat } from '../log.js';
 import { agentFlags, flagUsage, FlagError, parseDuration, parseFlags, type FlagSpec } from './flags.js';
-import { formatPodJson, formatPodTable } from './print-pods.js';
+import { formatPodJson, formatPodTable, PodWatchPrinter } from './print-pods.js';
 
 const podsFlags: FlagSpec[] = [
   { name: 'root-dir', kind: 'string', default: '/var/lib/nodelet', help: 'Root dir of the running agent (its status socket is there)' },
   { name: 'output', kind: 'string', default: '', help: 'Output format: wide or json (-o)' },
   { name: 'o', kind: 'string', default: '', help: 'Short for --output' },
+  { name: 'watch', kind: 'bool', default: '', help: 'After listing the pods, print each change until interrupted (-w)' },
+  { name: 'w', kind: 'bool', default: '', help: 'Short for --watch' },
 ];
 
 const usage = `nodelet: a kubelet-style node agent for containerd
@@ -18,7 +20,7 @@ const usage = `nodelet: a kubelet-style node agent for containerd
 Usage:
   nodelet --pod-manifest-path DIR --container-runtime-endpoint unix:///PATH [flags]
   nodelet --kubeconfig FILE [--hostname-override NAME] [--node-ip IP] [--config FILE] [flags]
-  nodelet pods [-o wide|json] [--root-dir DIR]
+  nodelet pods [-o wide|json] [-w] [--root-dir DIR]
 
 Agent flags:
 ${flagUsage(agentFlags)}
@@ -87,7 +89,9 @@ async function listPods(argv: string[]): Promise<number> {
   if (positional.length > 0) throw new FlagError(`unexpected argument: ${positional[0]}`);
   const output = values.get('output') || values.get('o') || '';
   if (output !== '' && output !== 'wide' && output !== 'json') throw new FlagError(`unknown output format "${output}": use wide or json`);
-  const pods = await fetchPods(statusSocketPath(values.get('root-dir')!));
+  const socket = statusSocketPath(values.get('root-dir')!);
+  if (values.get('watch') === 'true' || values.get('w') === 'true') return watchPodList(socket, output);
+  const pods = await fetchPods(socket);
   if (output === 'json') {
     process.stdout.write(formatPodJson(pods));
   } else if (pods.length === 0) {
@@ -95,6 +99,17 @@ async function listPods(argv: string[]): Promise<number> {
   } else {
     process.stdout.write(formatPodTable(pods, { wide: output === 'wide', now: new Date(), showNamespace: true }));
   }
+  return 0;
+}
+
+/** `nodelet pods -w`: the pods, then their changes as the agent's watch tells them, until SIGINT or SIGTERM. */
+async function watchPodList(socket: string, output: '' | 'wide' | 'json'): Promise<number> {
+  const interrupted = new AbortController();
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => interrupted.abort());
+  const printer = new PodWatchPrinter({ output, showNamespace: true });
+  await watchPods(socket, { signal: interrupted.signal, sendInitialEvents: true }, (event) => {
+    process.stdout.write(printer.print(event, new Date()));
+  });
   return 0;
 }
 

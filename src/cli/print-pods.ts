@@ -1,5 +1,6 @@
-// `kubectl get pods`-style output: the table with kubectl's STATUS/READY/RESTARTS/AGE rules, and `-o json`.
+// `kubectl get pods`-style output: the table with kubectl's STATUS/READY/RESTARTS/AGE rules, `-o json`, and `-w`.
 import type { V1ContainerStatus, V1Pod, V1PodCondition } from '@kubernetes/client-node';
+import type { PodWatchEvent } from '../agent/status-api.js';
 
 export interface PodTableOptions {
   /** `-o wide`: adds IP, NODE, NOMINATED NODE, READINESS GATES. */
@@ -190,19 +191,25 @@ export function formatColumns(rows: string[][]): string {
  */
 export function formatPodTable(pods: V1Pod[], opts: PodTableOptions): string {
   if (pods.length === 0) return '';
-  const header = ['NAME', 'READY', 'STATUS', 'RESTARTS', 'AGE'];
-  if (opts.showNamespace) header.unshift('NAMESPACE');
-  if (opts.wide) header.push('IP', 'NODE', 'NOMINATED NODE', 'READINESS GATES');
   const rows = pods
     .map((p) => podRow(p, opts.now))
     .sort((a, b) => (a.namespace === b.namespace ? compare(a.name, b.name) : compare(a.namespace, b.namespace)))
-    .map((r) => {
-      const cells = [r.name, r.ready, r.status, r.restarts, r.age];
-      if (opts.showNamespace) cells.unshift(r.namespace);
-      if (opts.wide) cells.push(r.ip, r.node, r.nominatedNode, r.readinessGates);
-      return cells;
-    });
-  return formatColumns([header, ...rows]);
+    .map((r) => rowCells(r, opts));
+  return formatColumns([tableHeader(opts), ...rows]);
+}
+
+function tableHeader(opts: PodTableOptions): string[] {
+  const header = ['NAME', 'READY', 'STATUS', 'RESTARTS', 'AGE'];
+  if (opts.showNamespace) header.unshift('NAMESPACE');
+  if (opts.wide) header.push('IP', 'NODE', 'NOMINATED NODE', 'READINESS GATES');
+  return header;
+}
+
+function rowCells(r: PodRow, opts: PodTableOptions): string[] {
+  const cells = [r.name, r.ready, r.status, r.restarts, r.age];
+  if (opts.showNamespace) cells.unshift(r.namespace);
+  if (opts.wide) cells.push(r.ip, r.node, r.nominatedNode, r.readinessGates);
+  return cells;
 }
 
 function compare(a: string, b: string): number {
@@ -214,13 +221,17 @@ function compare(a: string, b: string): number {
  * indent, timestamps in RFC 3339 at second precision like metav1.Time.
  */
 export function formatPodJson(pods: V1Pod[]): string {
-  const list = {
-    apiVersion: 'v1',
-    items: pods.map((p) => ({ ...p, apiVersion: p.apiVersion ?? 'v1', kind: p.kind ?? 'Pod' })),
-    kind: 'List',
-    metadata: { resourceVersion: '' },
-  };
+  const list = { apiVersion: 'v1', items: pods.map(withTypeMeta), kind: 'List', metadata: { resourceVersion: '' } };
   return `${JSON.stringify(sortedForJson(list), null, 4)}\n`;
+}
+
+/** `kubectl get pod -o json`: one pod as kubectl prints it, alone (what `-w` prints per pod and per event). */
+export function formatPodJsonDocument(pod: V1Pod): string {
+  return `${JSON.stringify(sortedForJson(withTypeMeta(pod)), null, 4)}\n`;
+}
+
+function withTypeMeta(pod: V1Pod): V1Pod {
+  return { ...pod, apiVersion: pod.apiVersion ?? 'v1', kind: pod.kind ?? 'Pod' };
 }
 
 function sortedForJson(value: unknown): unknown {
@@ -233,4 +244,51 @@ function sortedForJson(value: unknown): unknown {
     if (v !== undefined) out[key] = sortedForJson(v);
   }
   return out;
+}
+
+export interface PodWatchOutput {
+  /** -o: '' (the table), wide, or json. */
+  output: '' | 'wide' | 'json';
+  showNamespace: boolean;
+}
+
+/**
+ * `kubectl get pods -w`: the pods present when the watch starts (its events up to the initial-events-end bookmark) as one
+ * table, then a line per event, deleted pods included, without the header again. kubectl flushes its tabwriter after each
+ * event, so every such row is laid out on its own and need not line up with the table; a watch that starts with no pods
+ * prints the header with the first row. With -o json, each pod and each event's pod as a JSON document of its own.
+ */
+export class PodWatchPrinter {
+  /** The pods before the initial-events-end bookmark; undefined after it. */
+  private initial: V1Pod[] | undefined = [];
+  private headerPrinted = false;
+
+  constructor(private readonly opts: PodWatchOutput) {}
+
+  /** The text to print for this event (often none until the bookmark). */
+  print(event: PodWatchEvent, now: Date): string {
+    if (this.initial) {
+      if (event.type !== 'BOOKMARK') {
+        this.initial.push(event.object);
+        return '';
+      }
+      const pods = this.initial;
+      this.initial = undefined;
+      if (this.opts.output === 'json') return pods.map(formatPodJsonDocument).join('');
+      const table = formatPodTable(pods, this.tableOptions(now));
+      this.headerPrinted ||= table !== '';
+      return table;
+    }
+    if (event.type === 'BOOKMARK') return '';
+    if (this.opts.output === 'json') return formatPodJsonDocument(event.object);
+    const opts = this.tableOptions(now);
+    const cells = rowCells(podRow(event.object, now), opts);
+    const text = formatColumns(this.headerPrinted ? [cells] : [tableHeader(opts), cells]);
+    this.headerPrinted = true;
+    return text;
+  }
+
+  private tableOptions(now: Date): PodTableOptions {
+    return { wide: this.opts.output === 'wide', now, showNamespace: this.opts.showNamespace };
+  }
 }

@@ -26,6 +26,8 @@ export interface PodWorkerDeps extends SyncDeps {
   prober: PodProber;
   /** Receives every status derived for a pod; `final` once its containers are stopped for good (cluster mode writes it to the API). */
   onStatus?: (pod: V1Pod, status: V1PodStatus, final: boolean) => void;
+  /** Told every change of a pod as `apiPod()` shows it, undefined once its worker is gone (the status socket's watch). */
+  onPodChange?: (uid: string, pod: V1Pod | undefined) => void;
 }
 
 /**
@@ -95,6 +97,7 @@ export class PodWorker {
     if (this.lifecycle !== 'syncing' || this.pod === pod) return;
     const changed = !this.pod || podsDifferSemantically(this.pod, pod);
     this.pod = pod;
+    this.deps.onPodChange?.(this.uid, this.apiPod());
     if (changed) this.wake();
   }
 
@@ -264,6 +267,7 @@ export class PodWorker {
   private setStatus(status: V1PodStatus): void {
     const before = this.status;
     this.status = status;
+    this.deps.onPodChange?.(this.uid, this.apiPod());
     if (this.pod) this.deps.onStatus?.(this.pod, status, false);
     if (before?.phase !== status.phase) this.log.info({ phase: status.phase, podIP: status.podIP }, 'Pod phase changed');
   }

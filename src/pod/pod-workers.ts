@@ -112,9 +112,11 @@ export class PodWorkers {
 
   private start(worker: PodWorker): void {
     this.workers.set(worker.uid, worker);
+    this.deps.onPodChange?.(worker.uid, worker.apiPod());
     void worker.terminated.then(() => {
       if (this.workers.get(worker.uid) !== worker) return;
       this.workers.delete(worker.uid);
+      this.deps.onPodChange?.(worker.uid, undefined);
       const again = this.desired.get(worker.uid);
       if (again) this.ensureWorker(again);
     });

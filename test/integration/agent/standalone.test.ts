@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { execa } from 'execa';
 import { readFile } from 'node:fs/promises';
 import type { V1Pod } from '@kubernetes/client-node';
+import { watchPods, type PodWatchEvent } from '../../../src/agent/status-api.js';
 import { podUidLabel } from '../../../src/pod/labels.js';
 import {
   bridgePorts,
@@ -103,6 +104,55 @@ describe('standalone static pods', () => {
     const list = JSON.parse((await cli(['-o', 'json'])).stdout) as { kind: string; items: V1Pod[] };
     expect(list.kind).toBe('List');
     expect(list.items.map((p) => p.metadata!.name).sort()).toEqual([staticName('web-a'), staticName('web-b')]);
+  });
+
+  test('a watch opened before a manifest is written delivers the pod Running with its IP, then DELETED; so does `nodelet pods -w`', async () => {
+    const name = staticName('watched');
+    const events: PodWatchEvent[] = [];
+    const stop = new AbortController();
+    let established!: () => void;
+    const initial = new Promise<void>((r) => (established = r));
+    const watching = watchPods(agent.socket, { signal: stop.signal, sendInitialEvents: true }, (e) => {
+      if (e.type === 'BOOKMARK') established();
+      else if (e.object.metadata?.name === name) events.push(e);
+    });
+    const cli = execa(process.execPath, [`${repoRoot}/bin/nodelet.js`, 'pods', '-w', '-o', 'wide', '--root-dir', agent.rootDir]);
+    let printed = '';
+    cli.stdout!.on('data', (d: Buffer) => (printed += d.toString()));
+    try {
+      await Promise.race([initial, watching.then(() => Promise.reject(new Error('the watch ended before its initial events')))]);
+      // The initial table (web-a, web-b) is out: the CLI's watch is established too.
+      await waitFor('the initial table of `nodelet pods -w`', async () => (printed.includes(staticName('web-b')) ? true : undefined), 10_000, 50);
+      await agent.writeManifest('watched.yaml', `apiVersion: v1
+kind: Pod
+metadata: {name: watched}
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: main
+    image: ${busybox}
+    command: ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]
+`);
+      const ran = await waitFor('the watch to deliver the pod Running with its IP', async () => events.find((e) => isRunning(e.object)), 60_000, 20);
+      remember(ran.object);
+      expect(ran.object.status!.podIP!.startsWith(podSubnetPrefix)).toBe(true);
+      expect(events[0]!.type).toBe('ADDED');
+      expect(events.slice(1).every((e) => e.type === 'MODIFIED')).toBe(true);
+      await waitFor('a Running row from `nodelet pods -w`', async () =>
+        printed.split('\n').some((l) => l.startsWith(`default   ${name}   1/1   Running   0   `) && l.includes(ran.object.status!.podIP!)) ? true : undefined, 10_000, 50);
+
+      await agent.removeManifest('watched.yaml');
+      const deleted = await waitFor('the watch to deliver DELETED', async () => events.find((e) => e.type === 'DELETED'), 30_000, 50);
+      expect(deleted.object.metadata!.uid).toBe(ran.object.metadata!.uid);
+      expect(events.at(-1)).toBe(deleted);
+      await waitForRuntimeGone(cri, [ran.object.metadata!.uid!], 30_000);
+    } finally {
+      stop.abort();
+      await watching;
+      cli.kill('SIGINT');
+      await agent.removeManifest('watched.yaml');
+    }
+    expect((await cli).exitCode).toBe(0);
   });
 
   test('the host reaches both pods, and pod A fetches pod B over the pod network', async () => {

@@ -1,6 +1,7 @@
-// `nodelet get pods` output: kubectl's STATUS/READY/RESTARTS/AGE rules, column layout and the JSON list.
+// `nodelet pods` output: kubectl's STATUS/READY/RESTARTS/AGE rules, column layout, the JSON list, and `-w`.
 import type { V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
-import { formatPodJson, formatPodTable, humanDuration, podRow } from '../../../src/cli/print-pods.js';
+import type { PodWatchEvent } from '../../../src/agent/status-api.js';
+import { formatPodJson, formatPodJsonDocument, formatPodTable, humanDuration, podRow, PodWatchPrinter } from '../../../src/cli/print-pods.js';
 
 const NOW = new Date('2024-05-01T12:00:00Z');
 const ago = (seconds: number) => new Date(NOW.getTime() - seconds * 1000);
@@ -328,5 +329,48 @@ describe('formatPodJson', () => {
 
   test('no pods: an empty list', () => {
     expect(JSON.parse(formatPodJson([]))).toEqual({ apiVersion: 'v1', items: [], kind: 'List', metadata: { resourceVersion: '' } });
+  });
+});
+
+describe('PodWatchPrinter (`nodelet pods -w`)', () => {
+  const bookmark: PodWatchEvent = { type: 'BOOKMARK', object: { metadata: { annotations: { 'k8s.io/initial-events-end': 'true' } } } };
+  const pending = pod('web-node1', { metadata: { name: 'web-node1', namespace: 'default', creationTimestamp: ago(2) } });
+  const runningPod = pod('web-node1', {
+    metadata: { name: 'web-node1', namespace: 'default', creationTimestamp: ago(2) },
+    status: { phase: 'Running', podIP: '10.99.0.12', containerStatuses: [cs('main', running, { ready: true })] },
+  });
+  const other = pod('db-node1', { metadata: { name: 'db-node1', namespace: 'kube-system', creationTimestamp: ago(300) } });
+
+  test('the initial pods as one table at the bookmark, then a row per event laid out on its own, deletions included', () => {
+    const printer = new PodWatchPrinter({ output: '', showNamespace: true });
+    expect(printer.print({ type: 'ADDED', object: pending }, NOW)).toBe('');
+    expect(printer.print({ type: 'ADDED', object: other }, NOW)).toBe('');
+    expect(printer.print(bookmark, NOW)).toBe(formatPodTable([pending, other], { wide: false, now: NOW, showNamespace: true }));
+    expect(printer.print({ type: 'MODIFIED', object: runningPod }, NOW)).toBe('default   web-node1   1/1   Running   0   2s\n');
+    expect(printer.print({ type: 'DELETED', object: runningPod }, new Date(NOW.getTime() + 60_000))).toBe('default   web-node1   1/1   Running   0   62s\n');
+  });
+
+  test('a watch that starts with no pods prints the header with the first row', () => {
+    const printer = new PodWatchPrinter({ output: 'wide', showNamespace: false });
+    expect(printer.print(bookmark, NOW)).toBe('');
+    expect(printer.print({ type: 'ADDED', object: runningPod }, NOW)).toBe(
+      [
+        'NAME        READY   STATUS    RESTARTS   AGE   IP           NODE    NOMINATED NODE   READINESS GATES',
+        'web-node1   1/1     Running   0          2s    10.99.0.12   node1   <none>           <none>',
+        '',
+      ].join('\n'),
+    );
+    expect(printer.print({ type: 'MODIFIED', object: pending }, NOW)).toBe('web-node1   0/1   Pending   0   2s   <none>   node1   <none>   <none>\n');
+  });
+
+  test("-o json: every pod and every event's pod as a JSON document of its own", () => {
+    const printer = new PodWatchPrinter({ output: 'json', showNamespace: true });
+    expect(printer.print({ type: 'ADDED', object: pending }, NOW)).toBe('');
+    expect(printer.print({ type: 'ADDED', object: other }, NOW)).toBe('');
+    expect(printer.print(bookmark, NOW)).toBe(formatPodJsonDocument(pending) + formatPodJsonDocument(other));
+    expect(printer.print({ type: 'MODIFIED', object: runningPod }, NOW)).toBe(formatPodJsonDocument(runningPod));
+    const doc = JSON.parse(formatPodJsonDocument(runningPod)) as V1Pod;
+    expect(doc).toMatchObject({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'web-node1' }, status: { phase: 'Running' } });
+    expect(formatPodJsonDocument(runningPod).split('\n').slice(0, 2)).toEqual(['{', '    "apiVersion": "v1",']);
   });
 });
