@@ -45,6 +45,8 @@ export class MirrorPodManager {
   private again = false;
   private retryTimer?: NodeJS.Timeout;
   private stopped = false;
+  /** Aborts the requests in flight when the agent stops. */
+  private readonly stopping = new AbortController();
   /** Mirror pods created by us whose watch event has not arrived yet (key -> hash), so they are not created twice. */
   private readonly created = new Map<string, string>();
   /** Mirror pods deleted by us whose watch event has not arrived yet. */
@@ -68,6 +70,7 @@ export class MirrorPodManager {
   stop(): void {
     this.stopped = true;
     clearTimeout(this.retryTimer);
+    this.stopping.abort(new Error('mirror pod manager stopped'));
   }
 
   private kick(): void {
@@ -89,6 +92,7 @@ export class MirrorPodManager {
       try {
         retry = !(await this.reconcile());
       } catch (err) {
+        if (this.stopped) break;
         this.opts.log.warn({ err }, 'Failed to reconcile mirror pods; will retry');
         retry = true;
       }
@@ -126,7 +130,7 @@ export class MirrorPodManager {
       }
       const mirror = mirrorPodFor(pod, this.opts.nodeName, nodeUid);
       try {
-        await this.opts.client.request({ method: 'POST', path: `/api/v1/namespaces/${encodeURIComponent(mirror.metadata!.namespace!)}/pods`, body: mirror });
+        await this.opts.client.request({ method: 'POST', path: `/api/v1/namespaces/${encodeURIComponent(mirror.metadata!.namespace!)}/pods`, body: mirror, signal: this.stopping.signal });
         this.opts.log.info({ pod: k }, 'Created mirror pod');
       } catch (err) {
         // One left over that is being deleted: the next pass, after its removal, creates ours.
@@ -146,6 +150,7 @@ export class MirrorPodManager {
         method: 'DELETE',
         path: podPath(m.metadata!.namespace!, m.metadata!.name!),
         body: { kind: 'DeleteOptions', apiVersion: 'v1', gracePeriodSeconds: 0, preconditions: { uid } },
+        signal: this.stopping.signal,
       });
       this.opts.log.info({ pod: key(m), podUid: uid, why }, 'Deleted mirror pod');
     } catch (err) {

@@ -17,6 +17,8 @@ export interface ClusterObjectSourceOptions {
 }
 
 interface Registration {
+  /** The pod object registered: every sync registers its pod again, usually the very same object. */
+  pod: V1Pod;
   namespace: string;
   refs: PodObjectReferences;
 }
@@ -43,14 +45,15 @@ export class ClusterObjectSource implements ApiObjectSource {
 
   registerPod(pod: V1Pod): void {
     const uid = pod.metadata!.uid!;
+    const previous = this.pods.get(uid);
+    if (previous?.pod === pod) return;
     const namespace = pod.metadata?.namespace ?? 'default';
     const refs = podObjectReferences(pod);
-    const previous = this.pods.get(uid);
     // Acquire the new references before releasing the old, so an object referenced by both keeps its watch.
     for (const name of refs.configMaps) this.configMaps.acquire(namespace, name);
     for (const name of refs.secrets) this.secrets.acquire(namespace, name);
     if (previous) this.release(previous);
-    this.pods.set(uid, { namespace, refs });
+    this.pods.set(uid, { pod, namespace, refs });
   }
 
   unregisterPod(uid: string): void {

@@ -33,6 +33,8 @@ export interface ApiEnvContext {
   objects?: ApiObjectSource;
   /** Keys of an envFrom source skipped as invalid names: kubelet's InvalidEnvironmentVariableNames warning. */
   onInvalidKeys?: (message: string) => void;
+  /** Cancels the reads (the pod's sync was cancelled). */
+  signal?: AbortSignal;
 }
 
 /**
@@ -49,14 +51,14 @@ export async function envFromSources(pod: V1Pod, container: V1Container, ctx: Ap
     if (from.configMapRef) {
       const name = from.configMapRef.name ?? '';
       if (!ctx.objects) throw configError(new Error(`couldn't get configMap ${namespace}/${name}, no kubeClient defined`));
-      const cm = await lookup<V1ConfigMap>(() => ctx.objects!.getConfigMap(namespace, name), from.configMapRef.optional === true);
+      const cm = await lookup<V1ConfigMap>(() => ctx.objects!.getConfigMap(namespace, name, ctx.signal), from.configMapRef.optional === true);
       if (!cm) continue;
       entries = Object.entries(cm.data ?? {});
       what = `configMap ${namespace}/${name}`;
     } else if (from.secretRef) {
       const name = from.secretRef.name ?? '';
       if (!ctx.objects) throw configError(new Error(`couldn't get secret ${namespace}/${name}, no kubeClient defined`));
-      const secret = await lookup<V1Secret>(() => ctx.objects!.getSecret(namespace, name), from.secretRef.optional === true);
+      const secret = await lookup<V1Secret>(() => ctx.objects!.getSecret(namespace, name, ctx.signal), from.secretRef.optional === true);
       if (!secret) continue;
       entries = Object.entries(secret.data ?? {}).map(([k, v]) => [k, decode(v)]);
       what = `secret ${namespace}/${name}`;
@@ -88,7 +90,7 @@ export async function keyRefValue(pod: V1Pod, source: V1EnvVarSource, ctx: ApiEn
   if (source.configMapKeyRef) {
     const { name = '', key, optional = false } = source.configMapKeyRef;
     if (!ctx.objects) throw configError(new Error(`couldn't get configMap ${namespace}/${name}, no kubeClient defined`));
-    const cm = await lookup<V1ConfigMap>(() => ctx.objects!.getConfigMap(namespace, name), optional);
+    const cm = await lookup<V1ConfigMap>(() => ctx.objects!.getConfigMap(namespace, name, ctx.signal), optional);
     if (!cm) return undefined;
     // Only data: binaryData never reaches the environment.
     if (cm.data && Object.hasOwn(cm.data, key)) return cm.data[key];
@@ -98,7 +100,7 @@ export async function keyRefValue(pod: V1Pod, source: V1EnvVarSource, ctx: ApiEn
   if (source.secretKeyRef) {
     const { name = '', key, optional = false } = source.secretKeyRef;
     if (!ctx.objects) throw configError(new Error(`couldn't get secret ${namespace}/${name}, no kubeClient defined`));
-    const secret = await lookup<V1Secret>(() => ctx.objects!.getSecret(namespace, name), optional);
+    const secret = await lookup<V1Secret>(() => ctx.objects!.getSecret(namespace, name, ctx.signal), optional);
     if (!secret) return undefined;
     if (secret.data && Object.hasOwn(secret.data, key)) return decode(secret.data[key]!);
     if (optional) return undefined;

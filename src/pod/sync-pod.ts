@@ -180,6 +180,7 @@ async function startContainer(
       allocatable: () => deps.volumes.nodeAllocatable(),
       ...(deps.apiObjects ? { objects: deps.apiObjects } : {}),
       onInvalidKeys: (message) => deps.events.event({ pod }, 'Warning', 'InvalidEnvironmentVariableNames', message),
+      ...(signal ? { signal } : {}),
     });
     const mounts = await deps.volumes.containerMounts(pod, spec, env, signal);
     if (spec.terminationMessagePath) {

@@ -7,6 +7,8 @@ export class FakeApiObjects implements ApiObjectSource {
   readonly secrets = new Map<string, V1Secret>();
   readonly tokenRequests: { pod: string; request: TokenProjectionRequest }[] = [];
   readonly registered = new Set<string>();
+  /** The signal of every configMap and secret read, in order. */
+  readonly readSignals: (AbortSignal | undefined)[] = [];
   token = 'header.payload.signature';
 
   configMap(namespace: string, name: string, data: Record<string, string>, binaryData?: Record<string, string>): this {
@@ -29,13 +31,15 @@ export class FakeApiObjects implements ApiObjectSource {
     this.registered.delete(uid);
   }
 
-  async getConfigMap(namespace: string, name: string): Promise<V1ConfigMap> {
+  async getConfigMap(namespace: string, name: string, signal?: AbortSignal): Promise<V1ConfigMap> {
+    this.readSignals.push(signal);
     const cm = this.configMaps.get(`${namespace}/${name}`);
     if (!cm) throw new ObjectNotFoundError('configmap', namespace, name);
     return cm;
   }
 
-  async getSecret(namespace: string, name: string): Promise<V1Secret> {
+  async getSecret(namespace: string, name: string, signal?: AbortSignal): Promise<V1Secret> {
+    this.readSignals.push(signal);
     const s = this.secrets.get(`${namespace}/${name}`);
     if (!s) throw new ObjectNotFoundError('secret', namespace, name);
     return s;

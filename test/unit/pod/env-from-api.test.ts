@@ -57,6 +57,22 @@ test('envFrom: configMaps and secrets in order with their prefix, then env (whic
   expect(warnings).toEqual([]);
 });
 
+test('every configMap and secret read carries the sync\'s signal, so a cancelled sync does not wait on the API', async () => {
+  objects.configMap('ns', 'cfg', { MODE: 'prod' });
+  objects.secret('ns', 'sec', { PASSWORD: 'hunter2' });
+  const sync = new AbortController();
+  ctx.signal = sync.signal;
+  await env({
+    name: 'c',
+    envFrom: [{ configMapRef: { name: 'cfg' } }, { secretRef: { name: 'sec' } }],
+    env: [
+      { name: 'KEY', valueFrom: { configMapKeyRef: { name: 'cfg', key: 'MODE' } } },
+      { name: 'PW', valueFrom: { secretKeyRef: { name: 'sec', key: 'PASSWORD' } } },
+    ],
+  });
+  expect(objects.readSignals).toEqual([sync.signal, sync.signal, sync.signal, sync.signal]);
+});
+
 test('keys that are not valid names are skipped and reported as kubelet\'s InvalidEnvironmentVariableNames', async () => {
   objects.configMap('ns', 'cfg', { 'good.key-1': 'a', 'b=ad': 'x', '': 'y', 'tab\tkey': 'z' });
   const result = await env({ name: 'c', envFrom: [{ configMapRef: { name: 'cfg' } }] });
