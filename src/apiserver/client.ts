@@ -1,6 +1,6 @@
 // The agent's connection to the API server: JSON requests with a deadline each, a client-wide rate limit, typed errors,
 // and watch streams.
-import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from '../node-http.js';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { V1Status } from '@kubernetes/client-node';
 import type { ApiServerConnection } from './kubeconfig.js';
