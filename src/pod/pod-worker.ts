@@ -69,6 +69,8 @@ export class PodWorker {
   readonly terminated = new Promise<void>((resolve) => (this.resolveTerminated = resolve));
   private readonly log: Logger;
   private warnedUnsupported = false;
+  /** Whether a sync has observed the runtime for this pod yet (the first may skip it: see observeNewPod). */
+  private synced = false;
 
   constructor(
     private readonly deps: PodWorkerDeps,
@@ -178,7 +180,8 @@ export class PodWorker {
 
   private async syncPod(signal: AbortSignal): Promise<void> {
     const pod = this.pod!;
-    let state = await this.deps.observer.observePod(this.uid, signal);
+    let state = this.synced ? await this.deps.observer.observePod(this.uid, signal) : await this.deps.observer.observeNewPod(this.uid, signal);
+    this.synced = true;
     const now = this.deps.now();
     const rejection = unsupportedPodFields(pod, { apiServer: this.deps.apiObjects !== undefined }) ?? forbiddenSysctls(pod);
     // Its configMaps and secrets are watched while it runs (kubelet's RegisterPod); the same spec again is a no-op.

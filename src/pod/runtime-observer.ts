@@ -61,6 +61,8 @@ export class RuntimeObserver {
   private readonly statusCache = new Map<string, ContainerStatus>();
   /** IPs once known per sandbox: they stay reported after the network is torn down. */
   private readonly sandboxIPs = new Map<string, string[]>();
+  /** Pod UIDs with objects in the latest relist; undefined until one succeeded. */
+  private relistedPods: Set<string> | undefined;
 
   constructor(
     private readonly runtime: RuntimeService,
@@ -77,13 +79,26 @@ export class RuntimeObserver {
     return this.buildState(uid, sandboxes, containers, signal);
   }
 
+  /**
+   * The state of a pod no worker of this agent has synced before. When the latest relist did not list it, that is no
+   * sandbox and no container, without asking the runtime (as kubelet's first sync of a pod reads the PLEG cache): its
+   * objects are made only by its worker, which starts now, and what an earlier agent left is in every relist. In a
+   * burst of new pods this saves two list calls each, which would all reach the runtime before any sandbox is asked for.
+   */
+  async observeNewPod(uid: string, signal?: AbortSignal): Promise<PodRuntimeState> {
+    if (this.relistedPods && !this.relistedPods.has(uid)) return { uid, sandboxes: [], containers: [] };
+    return this.observePod(uid, signal);
+  }
+
   /** All sandboxes and containers on the node (the relist). */
   async snapshot(signal?: AbortSignal): Promise<NodeRuntimeSnapshot> {
     const [sandboxes, containers] = await Promise.all([
       this.runtime.listPodSandbox(undefined, { signal }),
       this.runtime.listContainers(undefined, { signal }),
     ]);
-    return { sandboxes, containers };
+    const snapshot = { sandboxes, containers };
+    this.relistedPods = podUidsOf(snapshot);
+    return snapshot;
   }
 
   /** Drops cached entries of runtime objects that no longer exist. */

@@ -294,8 +294,10 @@ export async function executePodActions(
     attempt = actions.attempt;
     const config = buildSandboxConfig(pod, attempt, deps.node);
     try {
-      await mkdir(config.logDirectory, { recursive: true, mode: 0o755 });
-      await deps.podCgroups?.ensurePod(podCgroupParent(pod), podCgroupResources(pod));
+      await Promise.all([
+        mkdir(config.logDirectory, { recursive: true, mode: 0o755 }),
+        deps.podCgroups?.ensurePod(podCgroupParent(pod), podCgroupResources(pod)),
+      ]);
       sandboxId = await deps.runtime.runPodSandbox(config, undefined, { signal });
       log.info({ sandboxId, attempt }, 'Created pod sandbox');
       results.push({ action: 'CreatePodSandbox', target: sandboxId });

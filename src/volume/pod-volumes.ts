@@ -186,7 +186,8 @@ export class PodVolumeManager {
       if (this.setUpFingerprints.get(uid) === fingerprint) return;
 
       const podDir = this.podDir(uid);
-      for (const sub of ['', 'volumes', 'plugins']) await mkdir(join(podDir, sub), { recursive: true, mode: 0o750 });
+      // Both create the pod's directory too.
+      await Promise.all(['volumes', 'plugins'].map((sub) => mkdir(join(podDir, sub), { recursive: true, mode: 0o750 })));
       const failures: string[] = [];
       const failed: VolumeFailure[] = [];
       for (const [i, volume] of volumes.entries()) {

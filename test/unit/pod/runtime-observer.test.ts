@@ -38,3 +38,31 @@ test('IPs come from the agent\'s pod network first; otherwise the runtime is ask
   }
   expect(calls.sort()).toEqual(['host', 'other']);
 });
+
+test('a pod no worker synced yet: no runtime call when the latest relist did not list it; asked when it did or before any relist', async () => {
+  let lists = 0;
+  const runtime = {
+    listPodSandbox: async (filter?: { labelSelector?: Record<string, string> }) => {
+      lists++;
+      const uid = filter?.labelSelector?.[podUidLabel];
+      return [sandbox('sb1')].filter((s) => uid === undefined || s.labels[podUidLabel] === uid);
+    },
+    listContainers: async (): Promise<Container[]> => (lists++, []),
+    containerStatus: async (): Promise<ContainerStatus> => {
+      throw new Error('no containers');
+    },
+  } as unknown as RuntimeService;
+  const observer = new RuntimeObserver(runtime, { podIPs: () => ['10.99.0.5'] });
+
+  // Before any relist nothing is known: the runtime is asked.
+  expect((await observer.observeNewPod('new')).sandboxes).toEqual([]);
+  expect(lists).toBe(2);
+
+  await observer.snapshot();
+  lists = 0;
+  expect(await observer.observeNewPod('new')).toEqual({ uid: 'new', sandboxes: [], containers: [] });
+  expect(lists).toBe(0);
+  // u1 has a sandbox in the relist (e.g. left by the agent before a restart): it is observed, to be adopted.
+  expect((await observer.observeNewPod('u1')).sandboxes.map((s) => s.id)).toEqual(['sb1']);
+  expect(lists).toBe(2);
+});
