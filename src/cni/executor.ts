@@ -81,6 +81,9 @@ export class CniExecutor {
   readonly pluginTimeoutMs: number;
   readonly #log: Logger | undefined;
   readonly #programs: ProgramRunner;
+  readonly #pluginPaths = new Map<string, string>();
+  /** The agent's environment, which plugins inherit as libcni's do; copied once (reading process.env is not cheap). */
+  readonly #baseEnv: Readonly<Record<string, string | undefined>> = { ...process.env };
 
   constructor(opts: CniExecutorOptions = {}) {
     this.#programs = opts.programs ?? new DirectProgramRunner();
@@ -312,13 +315,18 @@ export class CniExecutor {
     return report;
   }
 
-  /** The first executable named `type` in the plugin directories. */
+  /** The first executable named `type` in the plugin directories (remembered until starting it fails). */
   async findPlugin(type: string): Promise<string> {
+    const known = this.#pluginPaths.get(type);
+    if (known) return known;
     for (const dir of this.binDirs) {
       const path = join(dir, type);
       try {
         await access(path, constants.X_OK);
-        if ((await stat(path)).isFile()) return path;
+        if ((await stat(path)).isFile()) {
+          this.#pluginPaths.set(type, path);
+          return path;
+        }
       } catch {
         // not in this directory
       }
@@ -374,7 +382,7 @@ export class CniExecutor {
     signal?.addEventListener('abort', onAbort, { once: true });
     let r: ProgramExit;
     try {
-      r = await this.#programs.run({ path, env: { ...process.env, ...env }, input, newSession: true, signal: stop.signal });
+      r = await this.#programs.run({ path, env: { ...this.#baseEnv, ...env }, input, newSession: true, signal: stop.signal });
     } finally {
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
@@ -391,6 +399,8 @@ export class CniExecutor {
         plugin: type,
       });
     }
+    // Not started (removed, no longer executable): the next call looks for it again.
+    if (r.error) this.#pluginPaths.delete(type);
     if (r.exitCode !== 0) throw pluginFailure(type, command, r.exitCode, r.message, stdout, stderr, r.error);
     return stdout;
   }

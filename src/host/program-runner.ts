@@ -110,15 +110,31 @@ interface Pending {
   cleanup: () => void;
 }
 
-function u32(n: number): Buffer {
-  const b = Buffer.allocUnsafe(4);
-  b.writeUInt32LE(n);
-  return b;
-}
-
-function bytes(s: string | Buffer): Buffer[] {
-  const b = typeof s === 'string' ? Buffer.from(s) : s;
-  return [u32(b.length), b];
+/** A request frame: its length, the op byte, two numbers, then each group as a count and length-prefixed strings, then
+ *  the length-prefixed tail. Encoded into one buffer: a plugin's request carries the agent's whole environment. */
+function requestFrame(op: 'S' | 'K', a: number, b: number, groups: readonly (readonly string[])[] = [], tail?: string): Buffer {
+  let size = 4 + 1 + 8;
+  for (const group of groups) {
+    size += 4;
+    for (const s of group) size += 4 + Buffer.byteLength(s);
+  }
+  if (tail !== undefined) size += 4 + Buffer.byteLength(tail);
+  const frame = Buffer.allocUnsafe(size);
+  let at = frame.writeUInt32LE(size - 4, 0);
+  at = frame.writeUInt8(op.charCodeAt(0), at);
+  at = frame.writeUInt32LE(a, at);
+  at = frame.writeUInt32LE(b, at);
+  const put = (s: string): void => {
+    const n = frame.write(s, at + 4);
+    frame.writeUInt32LE(n, at);
+    at += 4 + n;
+  };
+  for (const group of groups) {
+    at = frame.writeUInt32LE(group.length, at);
+    group.forEach(put);
+  }
+  if (tail !== undefined) put(tail);
+  return frame;
 }
 
 /** One nodelet-spawn process and the programs it runs for us. */
@@ -166,14 +182,9 @@ class SpawnHelperProcess {
     const id = this.#nextId++;
     const args = [run.path, ...(run.args ?? [])];
     const env = environment(run.env);
-    this.#send([
-      Buffer.from('S'), u32(id), u32(run.newSession ? 1 : 0),
-      u32(args.length), ...args.flatMap(bytes),
-      u32(env.length), ...env.flatMap(bytes),
-      ...bytes(run.input),
-    ]);
+    this.#child.stdin!.write(requestFrame('S', id, run.newSession ? 1 : 0, [args, env], run.input));
     return new Promise((resolve) => {
-      const kill = (): void => this.#send([Buffer.from('K'), u32(id), u32(constants.signals.SIGKILL)]);
+      const kill = (): void => void this.#child.stdin!.write(requestFrame('K', id, constants.signals.SIGKILL));
       run.signal?.addEventListener('abort', kill, { once: true });
       this.#pending.set(id, { path: run.path, resolve, cleanup: () => run.signal?.removeEventListener('abort', kill) });
       this.#child.ref();
@@ -192,10 +203,6 @@ class SpawnHelperProcess {
     (this.#child.stdout as unknown as { unref(): void }).unref();
   }
 
-  #send(parts: Buffer[]): void {
-    const payload = Buffer.concat(parts);
-    this.#child.stdin!.write(Buffer.concat([u32(payload.length), payload]));
-  }
 
   #receive(chunk: Buffer, onHello: () => void, onBroken: (err: Error) => void): void {
     this.#received = this.#received.length ? Buffer.concat([this.#received, chunk]) : chunk;

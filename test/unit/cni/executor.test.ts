@@ -187,6 +187,21 @@ describe('ADD', () => {
     expect(Date.now() - started).toBeLessThan(4_000);
   });
 
+  test('a plugin removed after it was found is looked for again (and found in a later directory)', async () => {
+    await fakes.install('alpha');
+    const exec = executor();
+    await exec.add(list([{ type: 'alpha' }]), rt());
+    const script = await readFile(join(fakes.binDir, 'alpha'));
+    // The remembered path no longer starts: the call fails, and the plugin is looked for again next time.
+    await rm(join(fakes.binDir, 'alpha'));
+    await expect(exec.add(list([{ type: 'alpha' }]), rt({ containerId: 'c2' }))).rejects.toMatchObject({ code: 100, plugin: 'alpha', msg: expect.stringContaining('ENOENT') });
+    // It reappears in the first directory of the search path, which did not exist at first.
+    await mkdir(join(root, 'missing-dir'));
+    await writeFile(join(root, 'missing-dir', 'alpha'), script, { mode: 0o755 });
+    await exec.add(list([{ type: 'alpha' }]), rt({ containerId: 'c3' }));
+    expect((await fakes.calls()).map((c) => `${c.plugin} ${c.command} ${c.env.CNI_CONTAINERID}`)).toEqual(['alpha ADD c1', 'alpha ADD c3']);
+  });
+
   test('stops when the caller aborts', async () => {
     await fakes.install('slow', { sleepSeconds: 5 });
     const controller = new AbortController();
