@@ -207,7 +207,8 @@ export class PodWorker {
         // ContainerCreating / PodInitializing meanwhile, not a bare Pending.
         this.setStatus(this.deriveStatus(pod, state));
         results = await executePodActions(this.deps, pod, actions, state, this.log, signal);
-        state = await this.deps.observer.observePod(this.uid, signal);
+        const started = results.flatMap((r) => (r.containerId ? [r.containerId] : []));
+        state = await this.deps.observer.observePod(this.uid, signal, started);
       } else if (state.containers.some((c) => c.state === 'running')) {
         // downwardAPI, configMap, secret and projected files follow their sources (labels, API objects, token
         // rotation): every sync refreshes them, as kubelet's remount.

@@ -69,14 +69,25 @@ export class RuntimeObserver {
     private readonly ipSource: PodIPSource,
   ) {}
 
-  /** Fresh state of one pod, from label-filtered lists plus container statuses not yet cached. */
-  async observePod(uid: string, signal?: AbortSignal): Promise<PodRuntimeState> {
+  /**
+   * Fresh state of one pod, from label-filtered lists plus container statuses not yet cached. The statuses of
+   * `startedContainers` (just started by the caller, so not cached and surely listed) are asked for alongside the
+   * lists rather than after them.
+   */
+  async observePod(uid: string, signal?: AbortSignal, startedContainers: readonly string[] = []): Promise<PodRuntimeState> {
     const selector = { labelSelector: { [podUidLabel]: uid } };
+    const prefetched = new Map(
+      startedContainers.map((id) => {
+        const status = this.runtime.containerStatus(id, false, { signal });
+        status.catch(() => undefined); // awaited only if listed; its error then surfaces there
+        return [id, status] as const;
+      }),
+    );
     const [sandboxes, containers] = await Promise.all([
       this.runtime.listPodSandbox(selector, { signal }),
       this.runtime.listContainers(selector, { signal }),
     ]);
-    return this.buildState(uid, sandboxes, containers, signal);
+    return this.buildState(uid, sandboxes, containers, signal, prefetched);
   }
 
   /**
@@ -109,10 +120,16 @@ export class RuntimeObserver {
     for (const id of this.sandboxIPs.keys()) if (!sandboxIds.has(id)) this.sandboxIPs.delete(id);
   }
 
-  private async buildState(uid: string, sandboxes: PodSandbox[], containers: Container[], signal?: AbortSignal): Promise<PodRuntimeState> {
+  private async buildState(
+    uid: string,
+    sandboxes: PodSandbox[],
+    containers: Container[],
+    signal?: AbortSignal,
+    prefetched?: Map<string, Promise<ContainerStatus>>,
+  ): Promise<PodRuntimeState> {
     const [sandboxObs, containerObs] = await Promise.all([
       Promise.all(sandboxes.map((s) => this.observeSandbox(s, signal))),
-      Promise.all(containers.map((c) => this.observeContainer(c, signal))),
+      Promise.all(containers.map((c) => this.observeContainer(c, signal, prefetched?.get(c.id)))),
     ]);
     return {
       uid,
@@ -133,11 +150,13 @@ export class RuntimeObserver {
     return { id: s.id, attempt: s.metadata.attempt, ready, createdAt: s.createdAt, ips: ips ?? [] };
   }
 
-  private async observeContainer(c: Container, signal?: AbortSignal): Promise<ContainerObservation | undefined> {
+  private async observeContainer(c: Container, signal?: AbortSignal, prefetched?: Promise<ContainerStatus>): Promise<ContainerObservation | undefined> {
     let status = this.statusCache.get(c.id);
     if (!status || status.state !== c.state) {
       try {
-        status = await this.runtime.containerStatus(c.id, false, { signal });
+        status = prefetched ? await prefetched : undefined;
+        // Asked before the list: if the list saw a later state, ask again.
+        if (!status || status.state !== c.state) status = await this.runtime.containerStatus(c.id, false, { signal });
       } catch (err) {
         if (isNotFound(err)) return undefined; // removed between list and status
         throw err;

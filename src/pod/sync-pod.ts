@@ -231,7 +231,7 @@ async function startContainer(
       return stepFailed('StartContainer', spec.name, new SyncError('PostStartHookError', (err as Error).message), 'PostStartHookError');
     }
   }
-  return { action: 'StartContainer', target: spec.name };
+  return { action: 'StartContainer', target: spec.name, containerId };
 }
 
 /** kubelet's FailedMount events: one per volume that could not be set up. */

@@ -34,6 +34,8 @@ export interface StepResult {
   action: SyncAction;
   /** Container name, container id or sandbox id the step acted on. */
   target: string;
+  /** The container a successful StartContainer started. */
+  containerId?: string;
   error?: { code: SyncErrorCode; message: string };
 }
 

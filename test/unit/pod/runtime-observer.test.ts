@@ -66,3 +66,36 @@ test('a pod no worker synced yet: no runtime call when the latest relist did not
   expect((await observer.observeNewPod('u1')).sandboxes.map((s) => s.id)).toEqual(['sb1']);
   expect(lists).toBe(2);
 });
+
+test('statuses of just-started containers are asked alongside the lists, and again if the list saw a later state', async () => {
+  const order: string[] = [];
+  let listedState: Container['state'] = 'CONTAINER_RUNNING';
+  let statusState: ContainerStatus['state'] = 'CONTAINER_RUNNING';
+  const container: Container = {
+    id: 'c1', podSandboxId: 'sb1', metadata: { name: 'main', attempt: 0 }, image: { image: 'busybox' }, imageRef: 'sha256:1',
+    state: 'CONTAINER_RUNNING', createdAt: 1, labels: { [podUidLabel]: 'u1' }, annotations: {},
+  };
+  const runtime = {
+    listPodSandbox: async () => (order.push('list'), [sandbox('sb1')]),
+    listContainers: async (): Promise<Container[]> => [{ ...container, state: listedState }],
+    containerStatus: async (id: string): Promise<ContainerStatus> => {
+      order.push(`status ${id}`);
+      return { ...container, state: statusState, startedAt: 5, finishedAt: 0, exitCode: 0, image: { image: 'busybox' }, imageRef: 'sha256:1', reason: '', message: '', mounts: [] } as unknown as ContainerStatus;
+    },
+  } as unknown as RuntimeService;
+
+  const observer = new RuntimeObserver(runtime, { podIPs: () => ['10.99.0.5'] });
+  const state = await observer.observePod('u1', undefined, ['c1']);
+  expect(order).toEqual(['status c1', 'list']);
+  expect(state.containers.map((c) => [c.id, c.state, c.startedAt])).toEqual([['c1', 'running', 5]]);
+
+  // The container exited between the early status and the list: the list's state wins and the status is asked again.
+  const fresh = new RuntimeObserver(runtime, { podIPs: () => ['10.99.0.5'] });
+  order.length = 0;
+  listedState = 'CONTAINER_EXITED';
+  const asked = fresh.observePod('u1', undefined, ['c1']);
+  statusState = 'CONTAINER_EXITED';
+  const later = await asked;
+  expect(order).toEqual(['status c1', 'list', 'status c1']);
+  expect(later.containers[0]!.state).toBe('exited');
+});
