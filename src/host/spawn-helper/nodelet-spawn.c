@@ -191,16 +191,16 @@ static char **take_strings(const unsigned char **p, const unsigned char *end)
 	if (count > (uint32_t)(end - *p) / 4)
 		return NULL;
 	char **v = xrealloc(NULL, ((size_t)count + 1) * sizeof(char *));
+	/* Kept NULL-terminated as it fills, so a short frame frees what was read. */
+	v[0] = NULL;
 	for (uint32_t i = 0; i < count; i++) {
 		v[i] = take_string(p, end, NULL);
 		if (v[i] == NULL) {
-			v[i] = NULL;
 			free_strings(v);
 			return NULL;
 		}
 		v[i + 1] = NULL;
 	}
-	v[count] = NULL;
 	return v;
 }
 

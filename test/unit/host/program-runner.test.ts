@@ -1,6 +1,7 @@
 // Both ways of running host programs (the nodelet-spawn helper, compiled from its source, and child_process) give the
 // same outcomes: input, output, exit, environment, inherited state, kills of a whole session; plus the helper's own
 // failure handling.
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -166,13 +167,20 @@ describe('the nodelet-spawn helper', () => {
   });
 
   test('when it dies, the programs in flight fail with the reason and the next program starts a new helper', async () => {
+    // Helpers of earlier tests may still be exiting: this runner's is the one that was not there before it started.
+    const helpers = (): number[] => {
+      const out = spawnSync('pgrep', ['-P', String(process.pid), '-x', 'nodelet-spawn'], { encoding: 'utf8' }).stdout;
+      return out.split('\n').filter(Boolean).map(Number);
+    };
+    const before = new Set(helpers());
     const runner = await SpawnHelperRunner.start(helper.path, log);
+    const pidFile = join(dir, 'sleeper.pid');
     try {
-      const inFlight = runner.run({ path: '/bin/sleep', args: ['30'], env, input: '', newSession: true });
-      // The helper is the runner's only child process named nodelet-spawn.
-      const { execFileSync } = await import('node:child_process');
-      const pid = Number(execFileSync('pgrep', ['-P', String(process.pid), '-x', 'nodelet-spawn'], { encoding: 'utf8' }).trim());
-      process.kill(pid, 'SIGKILL');
+      const inFlight = runner.run({ path: '/bin/sh', args: ['-c', `echo $$ > ${pidFile}; exec sleep 30`], env, input: '', newSession: true });
+      for (let i = 0; i < 200 && !(await readFile(pidFile, 'utf8').catch(() => '')); i++) await new Promise((r) => setTimeout(r, 10));
+      const ours = helpers().filter((pid) => !before.has(pid));
+      expect(ours).toHaveLength(1);
+      process.kill(ours[0]!, 'SIGKILL');
       const r = await inFlight;
       expect(r.exitCode).toBeUndefined();
       expect(r.message).toMatch(/nodelet-spawn exited \(signal SIGKILL\)/);
@@ -181,6 +189,9 @@ describe('the nodelet-spawn helper', () => {
       expect(runner.usingHelper).toBe(true);
     } finally {
       runner.close();
+      // The program outlives its helper (its own session): not past this test.
+      const sleeper = Number.parseInt(await readFile(pidFile, 'utf8').catch(() => ''), 10);
+      if (sleeper > 0) process.kill(sleeper, 'SIGKILL');
     }
   });
 
