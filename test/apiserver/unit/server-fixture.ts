@@ -1,5 +1,5 @@
 // Shared pieces of the test API server's own tests: object builders and short request helpers.
-import { apiRequest, type ApiCredentials, type ApiResponse, type RequestOptions } from '../../apiserver/test-client.js';
+import { apiRequest, type ApiCredentials, type ApiResponse, type RequestOptions } from '../test-client.js';
 
 export type Obj = Record<string, unknown>;
 

@@ -2,8 +2,8 @@
 // binding, selectors, logs, namespaces and persistence across a restart.
 import { createServer, type Server } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { startTestApiServer, type TestApiServer } from '../../apiserver/test-apiserver.js';
-import { BindError, bindPod } from '../../apiserver/scheduler.js';
+import { startTestApiServer, type TestApiServer } from '../test-apiserver.js';
+import { BindError, bindPod } from '../scheduler.js';
 import { CONFIGMAPS, PODS, call, configMap, node, ok, pod, rv, type Obj } from './server-fixture.js';
 
 let server: TestApiServer;

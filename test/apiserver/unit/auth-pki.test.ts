@@ -8,9 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import { authenticate, TokenAuthenticator } from '../../apiserver/authn.js';
-import { ensurePki, issueClientCert, writeKubeconfig, type Pki } from '../../apiserver/pki.js';
-import type { UserInfo } from '../../apiserver/types.js';
+import { authenticate, TokenAuthenticator } from '../authn.js';
+import { ensurePki, issueClientCert, writeKubeconfig, type Pki } from '../pki.js';
+import type { UserInfo } from '../types.js';
 
 const execFileAsync = promisify(execFile);
 

@@ -1,5 +1,5 @@
 // Table tests of the PATCH formats: JSON merge patch, JSON patch, and strategic merge patch with k8s.io/api v1.32 merge keys (cases after apimachinery's strategicpatch tests, mapped onto Pod/Node fields).
-import { PatchError, applyJsonMergePatch, applyJsonPatch, applyStrategicMergePatch } from '../../apiserver/patch.js';
+import { PatchError, applyJsonMergePatch, applyJsonPatch, applyStrategicMergePatch } from '../patch.js';
 
 type Obj = Record<string, unknown>;
 

@@ -1,7 +1,7 @@
 // Test API server watches: resume from a resourceVersion, initial state, selector transitions, bookmarks, 410 Gone, timeouts.
-import { openWatch } from '../../apiserver/test-client.js';
-import { startTestApiServer, type TestApiServer } from '../../apiserver/test-apiserver.js';
-import { bindPod } from '../../apiserver/scheduler.js';
+import { openWatch } from '../test-client.js';
+import { startTestApiServer, type TestApiServer } from '../test-apiserver.js';
+import { bindPod } from '../scheduler.js';
 import { CONFIGMAPS, PODS, configMap, ok, pod, rv, type Obj } from './server-fixture.js';
 
 let server: TestApiServer;

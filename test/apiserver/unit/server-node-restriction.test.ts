@@ -1,6 +1,6 @@
 // A node's client certificate against the test API server: what the Node authorizer and NodeRestriction let it do.
-import { startTestApiServer, type TestApiServer } from '../../apiserver/test-apiserver.js';
-import { bindPod } from '../../apiserver/scheduler.js';
+import { startTestApiServer, type TestApiServer } from '../test-apiserver.js';
+import { bindPod } from '../scheduler.js';
 import { PODS, call, node, ok, pod, type Obj } from './server-fixture.js';
 
 let server: TestApiServer;

@@ -1,7 +1,7 @@
 // NodeRestriction tables (own Node, Lease, mirror pods, pod status and deletion, bound tokens) and the ServiceAccount plugin's pod mutation.
-import { admissionError, admit } from '../../apiserver/authz.js';
-import { admitServiceAccount } from '../../apiserver/sa-admission.js';
-import type { RequestAttributes, UserInfo } from '../../apiserver/types.js';
+import { admissionError, admit } from '../authz.js';
+import { admitServiceAccount } from '../sa-admission.js';
+import type { RequestAttributes, UserInfo } from '../types.js';
 import { FakeView } from './auth-fake-view.js';
 
 const node1: UserInfo = { username: 'system:node:n1', groups: ['system:nodes', 'system:authenticated'] };

@@ -1,5 +1,5 @@
 // Table tests of applyDefaults (kube's v1 defaulting plus the pod fields set on create) and of the pod QoS class.
-import { applyDefaults, podQOSClass } from '../../apiserver/defaults.js';
+import { applyDefaults, podQOSClass } from '../defaults.js';
 
 type Obj = Record<string, unknown>;
 

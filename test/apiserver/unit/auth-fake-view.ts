@@ -1,5 +1,5 @@
 // A ClusterView over plain objects for the authentication/authorization unit tests.
-import type { ClusterView } from '../../apiserver/types.js';
+import type { ClusterView } from '../types.js';
 
 export class FakeView implements ClusterView {
   private readonly objects = new Map<string, Record<string, unknown>>();

@@ -1,7 +1,7 @@
 // Table tests of validateObject (kube-apiserver's rules and messages for create, update and status writes) and unknownFields.
-import { applyDefaults } from '../../apiserver/defaults.js';
-import type { FieldError } from '../../apiserver/types.js';
-import { unknownFields, validateObject } from '../../apiserver/validation.js';
+import { applyDefaults } from '../defaults.js';
+import type { FieldError } from '../types.js';
+import { unknownFields, validateObject } from '../validation.js';
 
 type Obj = Record<string, unknown>;
 

@@ -1,7 +1,7 @@
 // Decoding protobuf request bodies into the JSON form: bodies kubectl v1.32 really sent, and built ones for the edges.
-import { ApiError } from '../../apiserver/api-errors.js';
-import { decodeProtobufBody, endpointKind } from '../../apiserver/protobuf.js';
-import { findResource, type ResourceDef } from '../../apiserver/resources.js';
+import { ApiError } from '../api-errors.js';
+import { decodeProtobufBody, endpointKind } from '../protobuf.js';
+import { findResource, type ResourceDef } from '../resources.js';
 import { protobufBody } from './protobuf-encode.js';
 
 const CONFIGMAP = { apiVersion: 'v1', kind: 'ConfigMap' };

@@ -1,6 +1,6 @@
 // Authorization tables: the admin, service accounts, and the Node authorizer's graph rules for system:node:<name>; Forbidden messages as kube words them.
-import { authorizationError, authorize, authorizeNonResource, forbiddenMessage, nonResourceAuthorizationError } from '../../apiserver/authz.js';
-import type { RequestAttributes, UserInfo } from '../../apiserver/types.js';
+import { authorizationError, authorize, authorizeNonResource, forbiddenMessage, nonResourceAuthorizationError } from '../authz.js';
+import type { RequestAttributes, UserInfo } from '../types.js';
 import { FakeView } from './auth-fake-view.js';
 
 const node1: UserInfo = { username: 'system:node:n1', groups: ['system:nodes', 'system:authenticated'] };

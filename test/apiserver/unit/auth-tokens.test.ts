@@ -3,10 +3,10 @@ import { createHash, createPublicKey } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ApiError } from '../../apiserver/api-errors.js';
-import { TokenAuthenticator } from '../../apiserver/authn.js';
-import { ensurePki, type Pki } from '../../apiserver/pki.js';
-import { createTokenRequest, issueServiceAccountToken, verifyServiceAccountToken, type ServiceAccountTokenClaims } from '../../apiserver/tokens.js';
+import { ApiError } from '../api-errors.js';
+import { TokenAuthenticator } from '../authn.js';
+import { ensurePki, type Pki } from '../pki.js';
+import { createTokenRequest, issueServiceAccountToken, verifyServiceAccountToken, type ServiceAccountTokenClaims } from '../tokens.js';
 import { FakeView } from './auth-fake-view.js';
 
 const ISSUER = 'https://kubernetes.default.svc.cluster.local';
