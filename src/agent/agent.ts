@@ -13,7 +13,7 @@ import { PodCgroupManager } from '../host/cgroups.js';
 import { DirectProgramRunner, SpawnHelperRunner } from '../host/program-runner.js';
 import { detectNodeIP, hostAddresses, hostDnsConfig, nodeName } from '../host/node.js';
 import { subnetCollisions } from '../cni/conflist.js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../core/log.js';
 import { FilePodSource } from '../podsource/file-source.js';
 import { Backoff } from '../pod/backoff.js';
 import { ImageManager } from '../pod/images.js';

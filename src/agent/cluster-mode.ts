@@ -13,7 +13,7 @@ import { ClusterObjectSource } from '../apiserver/object-managers.js';
 import { Reflector } from '../apiserver/reflector.js';
 import { StatusManager } from '../apiserver/status-manager.js';
 import { nodeAllocatable } from '../host/allocatable.js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../core/log.js';
 import type { PodWorkers } from '../pod/pod-workers.js';
 import type { NodeRuntimeSnapshot } from '../pod/runtime-observer.js';
 import { ApiPodSource } from '../podsource/api-source.js';

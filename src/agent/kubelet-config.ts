@@ -2,7 +2,7 @@
 import { readFile } from 'node:fs/promises';
 import type { V1Taint } from '@kubernetes/client-node';
 import { parse } from 'yaml';
-import { InvalidQuantityError, parseQuantity, type Quantity } from '../podsource/quantity.js';
+import { InvalidQuantityError, parseQuantity, type Quantity } from '../core/quantity.js';
 
 export const kubeletConfigApiVersion = 'kubelet.config.k8s.io/v1beta1';
 export const kubeletConfigKind = 'KubeletConfiguration';

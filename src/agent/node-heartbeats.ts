@@ -6,7 +6,7 @@ import { hostLocalSubnets } from '../cni/conflist.js';
 import type { PodNetwork } from '../cni/pod-network.js';
 import type { ImageService, RuntimeService } from '../cri/types.js';
 import { readMachineInfo } from '../host/machine-info.js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../core/log.js';
 import type { KubeletConfiguration } from './kubelet-config.js';
 import { podCIDRApplier } from './pod-cidr.js';
 import { kubeletVersion } from './version.js';

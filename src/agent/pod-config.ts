@@ -1,8 +1,8 @@
 // Cluster mode's pod config: merges the static pods and the API's pods, admits new pods, and tells the workers, the status
 // manager and the mirror pod manager what to do (kubelet's pod config + HandlePodAdditions/Removes + pod cleanup).
 import type { V1Node, V1Pod, V1PodStatus } from '@kubernetes/client-node';
-import type { EventRecorder } from '../apiserver/event-recorder.js';
-import type { Logger } from '../log.js';
+import type { EventRecorder } from '../core/events.js';
+import type { Logger } from '../core/log.js';
 import { admitPod, rejectedStatus } from '../pod/admission.js';
 import { podQOSClass } from '../pod/qos.js';
 import { defaultTerminationGracePeriodSeconds } from '../pod/runtime-config.js';

@@ -1,5 +1,5 @@
 // The agent's local read-only API on a unix socket: the pods it runs with their status (like kubelet's /pods), listed or watched.
-import { createServer, request, type ServerResponse, type Server } from '../node-http.js';
+import { createServer, request, type ServerResponse, type Server } from '../core/node-http.js';
 import { chmod, mkdir, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';

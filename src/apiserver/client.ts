@@ -1,6 +1,6 @@
 // The agent's connection to the API server: JSON requests with a deadline each, a client-wide rate limit, typed errors,
 // and watch streams.
-import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from '../node-http.js';
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from '../core/node-http.js';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { V1Status } from '@kubernetes/client-node';
 import type { ApiServerConnection } from './kubeconfig.js';
@@ -10,7 +10,6 @@ export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 export const mergePatch = 'application/merge-patch+json';
 export const strategicMergePatch = 'application/strategic-merge-patch+json';
-export const jsonPatch = 'application/json-patch+json';
 
 export interface ApiRequest {
   method: HttpMethod;

@@ -1,8 +1,7 @@
 // client-go's EventCorrelator with its defaults: repeats of an event become a count patch, floods of similar events one
 // combined event, and a token bucket per source and object drops the long tail.
 import type { V1EventSource, V1ObjectReference } from '@kubernetes/client-node';
-
-export type EventType = 'Normal' | 'Warning';
+import type { EventType } from '../core/events.js';
 
 /**
  * A core/v1 Event as nodelet writes it. Timestamps are metav1.Time strings (RFC 3339, whole seconds), as client-go

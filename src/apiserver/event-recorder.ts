@@ -1,25 +1,11 @@
 // kubelet's event recorder: events about pods, their containers and the node, written to the API server as client-go's
 // record package does (correlated, queued, retried), or in standalone mode only logged.
 import type { V1ObjectReference, V1Pod } from '@kubernetes/client-node';
-import type { Logger } from '../log.js';
+import type { Logger } from '../core/log.js';
 import { ApiError, ApiUnavailableError, isNotFound, strategicMergePatch, type KubeClient } from './client.js';
-import { EventCorrelator, eventName, metaTime, type CorrelateResult, type EventObject, type EventType } from './event-correlator.js';
-import { sleepUnlessAborted } from './sleep.js';
-
-export type { EventType } from './event-correlator.js';
-
-/** What an event is about: a pod, or with `containerName` one of its containers. */
-export interface PodEventRef {
-  pod: V1Pod;
-  containerName?: string;
-}
-
-/** Records events; it never blocks and never throws, whatever the API server does. */
-export interface EventRecorder {
-  event(ref: PodEventRef, type: EventType, reason: string, message: string): void;
-  /** An event about this node (kubelet's nodeRef). */
-  nodeEvent(type: EventType, reason: string, message: string): void;
-}
+import type { EventRecorder, EventType, PodEventRef } from '../core/events.js';
+import { EventCorrelator, eventName, metaTime, type CorrelateResult, type EventObject } from './event-correlator.js';
+import { systemClock, type Clock } from '../core/clock.js';
 
 /** kubelet's GenerateContainerRef field path: `spec.containers{name}`; undefined for a container not in the spec. */
 export function containerFieldPath(pod: V1Pod, containerName: string): string | undefined {
@@ -87,16 +73,16 @@ export class LogEventRecorder implements EventRecorder {
   constructor(
     private readonly log: Logger,
     private readonly nodeName: string,
-    private readonly now: () => number = Date.now,
+    private readonly clock: Pick<Clock, 'now'> = systemClock,
   ) {}
 
   event(ref: PodEventRef, type: EventType, reason: string, message: string): void {
     const involved = podReference(ref);
-    if (involved) logEvent(this.log, makeEvent(involved, type, reason, message, this.nodeName, this.now()));
+    if (involved) logEvent(this.log, makeEvent(involved, type, reason, message, this.nodeName, this.clock.now()));
   }
 
   nodeEvent(type: EventType, reason: string, message: string): void {
-    logEvent(this.log, makeEvent(nodeReference(this.nodeName), type, reason, message, this.nodeName, this.now()));
+    logEvent(this.log, makeEvent(nodeReference(this.nodeName), type, reason, message, this.nodeName, this.clock.now()));
   }
 }
 
@@ -105,7 +91,7 @@ export interface ApiEventRecorderOptions {
   client: Pick<KubeClient, 'request'>;
   nodeName: string;
   log: Logger;
-  now?: () => number;
+  clock?: Pick<Clock, 'now' | 'sleep'>;
   /** Events waiting to be sent; beyond this they are dropped (client-go: 1000). */
   maxQueued?: number;
   /** Attempts per event while the API server is unreachable (client-go: 12)... */
@@ -129,7 +115,7 @@ function isRetryable(err: unknown): boolean {
 export class ApiEventRecorder implements EventRecorder {
   private readonly queue: EventObject[] = [];
   private readonly correlator: EventCorrelator;
-  private readonly now: () => number;
+  private readonly clock: Pick<Clock, 'now' | 'sleep'>;
   private readonly maxQueued: number;
   private readonly maxTries: number;
   private readonly retryIntervalMs: number;
@@ -139,8 +125,8 @@ export class ApiEventRecorder implements EventRecorder {
   private dropped = 0;
 
   constructor(private readonly opts: ApiEventRecorderOptions) {
-    this.now = opts.now ?? Date.now;
-    this.correlator = new EventCorrelator({ now: this.now });
+    this.clock = opts.clock ?? systemClock;
+    this.correlator = new EventCorrelator({ now: () => this.clock.now() });
     this.maxQueued = opts.maxQueued ?? 1000;
     this.maxTries = opts.maxTries ?? 12;
     this.retryIntervalMs = opts.retryIntervalMs ?? 10_000;
@@ -149,11 +135,11 @@ export class ApiEventRecorder implements EventRecorder {
 
   event(ref: PodEventRef, type: EventType, reason: string, message: string): void {
     const involved = podReference(ref);
-    if (involved) this.enqueue(makeEvent(involved, type, reason, message, this.opts.nodeName, this.now()));
+    if (involved) this.enqueue(makeEvent(involved, type, reason, message, this.opts.nodeName, this.clock.now()));
   }
 
   nodeEvent(type: EventType, reason: string, message: string): void {
-    this.enqueue(makeEvent(nodeReference(this.opts.nodeName), type, reason, message, this.opts.nodeName, this.now()));
+    this.enqueue(makeEvent(nodeReference(this.opts.nodeName), type, reason, message, this.opts.nodeName, this.clock.now()));
   }
 
   /** Stops sending: queued events are dropped, a request in flight is cancelled. */
@@ -243,6 +229,6 @@ export class ApiEventRecorder implements EventRecorder {
   }
 
   private sleep(ms: number): Promise<void> {
-    return sleepUnlessAborted(ms, this.stopping.signal);
+    return this.clock.sleep(ms, this.stopping.signal);
   }
 }

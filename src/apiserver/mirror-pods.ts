@@ -3,9 +3,8 @@
 import type { V1ObjectMeta, V1Pod } from '@kubernetes/client-node';
 import type { KubeClient } from './client.js';
 import { isAlreadyExists, isConflict, isNotFound } from './client.js';
-import type { Logger } from '../log.js';
-import { CONFIG_HASH_ANNOTATION } from '../podsource/manifest.js';
-import { CONFIG_MIRROR_ANNOTATION } from '../podsource/api-source.js';
+import type { Logger } from '../core/log.js';
+import { CONFIG_HASH_ANNOTATION, CONFIG_MIRROR_ANNOTATION } from '../core/config-annotations.js';
 
 export interface MirrorPodManagerOptions {
   client: Pick<KubeClient, 'request'>;

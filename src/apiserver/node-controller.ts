@@ -2,9 +2,10 @@
 import type { V1Node } from '@kubernetes/client-node';
 import type { Image, ImageService, RuntimeService } from '../cri/types.js';
 import type { MachineInfo } from '../host/machine-info.js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../core/log.js';
 import { isAlreadyExists, isNotFound, mergePatch, strategicMergePatch } from './client.js';
-import { systemControllerClock, type ApiRequester, type ControllerClock } from './node-lease.js';
+import { systemClock, type Clock } from '../core/clock.js';
+import type { ApiRequester } from './node-lease.js';
 import {
   initialNode,
   isNodeReady,
@@ -61,7 +62,7 @@ export interface NodeControllerOptions {
   /** Records a Normal event about the Node (kubelet's recordNodeStatusEvent), e.g. the event recorder's nodeEvent. */
   recordNodeEvent?: (reason: string, message: string) => void;
   log: Logger;
-  clock?: ControllerClock;
+  clock?: Pick<Clock, 'now' | 'sleep'>;
 }
 
 const nodePath = (name: string, sub = '') => `/api/v1/nodes/${encodeURIComponent(name)}${sub}`;
@@ -76,7 +77,7 @@ function deferred<T>(): { promise: Promise<T>; resolve: (v: T) => void } {
 export class NodeController {
   /** What the last container runtime status check said (Ready's reasons; the pod network's readiness for pod sync). */
   readonly runtimeState = new RuntimeState();
-  private readonly clock: ControllerClock;
+  private readonly clock: Pick<Clock, 'now' | 'sleep'>;
   private readonly registeredNode = deferred<V1Node>();
   private latestNode: V1Node | undefined;
   private machine: MachineInfo | undefined;
@@ -89,7 +90,7 @@ export class NodeController {
   private lastReadySummary: string | undefined;
 
   constructor(private readonly opts: NodeControllerOptions) {
-    this.clock = opts.clock ?? systemControllerClock;
+    this.clock = opts.clock ?? systemClock;
     this.appliedPodCIDR = opts.settings.initialPodCIDR || undefined;
   }
 
@@ -144,7 +145,7 @@ export class NodeController {
       maxPods: s.maxPods,
       reservation: s.reservation,
       runtime: this.runtimeInfo,
-      readyErrors: this.runtimeState.readyErrors(this.clock.now().getTime()),
+      readyErrors: this.runtimeState.readyErrors(this.clock.now()),
       images: this.images,
       maxImages: s.maxImages,
     };
@@ -176,14 +177,14 @@ export class NodeController {
         const v = await this.opts.runtime.version({ signal, timeoutMs });
         this.runtimeInfo = { name: v.runtimeName, version: v.runtimeVersion };
       }
-      this.runtimeState.update(await this.opts.runtime.status({ signal, timeoutMs }), this.clock.now().getTime());
+      this.runtimeState.update(await this.opts.runtime.status({ signal, timeoutMs }), this.clock.now());
     } catch (err) {
       if (signal.aborted) return;
       // Nothing recorded: once the last good answer is 30 s old, Ready says "container runtime is down".
       this.opts.log.warn({ err }, 'Container runtime status check failed');
     }
     // A change of readiness is reported at once rather than at the next period.
-    const summary = this.runtimeState.readyErrors(this.clock.now().getTime()).join('\n');
+    const summary = this.runtimeState.readyErrors(this.clock.now()).join('\n');
     if (this.lastReadySummary !== undefined && summary !== this.lastReadySummary) this.wake.abort();
     this.lastReadySummary = summary;
   }
@@ -214,13 +215,13 @@ export class NodeController {
   /** POST the Node; if it exists, adopt it: the labels kubelet owns are reconciled, everything else is kept. */
   private async tryRegister(signal: AbortSignal): Promise<void> {
     const { client, settings } = this.opts;
-    const wanted = initialNode(this.inputs(), settings.registration, this.clock.now());
+    const wanted = initialNode(this.inputs(), settings.registration, new Date(this.clock.now()));
     const timeoutMs = settings.requestTimeoutMs;
     try {
       this.adopt(await client.request<V1Node>({ method: 'POST', path: '/api/v1/nodes', body: wanted, timeoutMs, signal }));
       this.recordConditionEvents(undefined, wanted);
       // The new Node carries a full status: that is a report.
-      this.lastReportAt = this.clock.now().getTime();
+      this.lastReportAt = this.clock.now();
       return;
     } catch (err) {
       if (!isAlreadyExists(err)) throw err;
@@ -299,7 +300,7 @@ export class NodeController {
     const podCIDRChanged = await this.updatePodCIDR(node.spec?.podCIDR, signal);
     await this.refreshImages(signal);
 
-    const now = this.clock.now();
+    const now = new Date(this.clock.now());
     const updated = setNodeStatus(node, this.inputs(), now);
     const due = this.lastReportAt === undefined || now.getTime() >= this.lastReportAt + settings.nodeStatusReportFrequencyMs;
     const readyChanged = isNodeReady(node) !== isNodeReady(updated);

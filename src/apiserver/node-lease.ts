@@ -1,8 +1,8 @@
 // kubelet's node lease controller: keeps Lease kube-node-lease/<node> renewed, the heartbeat the node lifecycle controller watches.
 import type { V1Lease } from '@kubernetes/client-node';
-import type { Logger } from '../log.js';
+import type { Logger } from '../core/log.js';
 import { isConflict, isNotFound, type KubeClient } from './client.js';
-import { sleepUnlessAborted } from './sleep.js';
+import { systemClock, type Clock } from '../core/clock.js';
 
 /** What the controllers need of KubeClient (a fake in unit tests). */
 export type ApiRequester = Pick<KubeClient, 'request'>;
@@ -16,20 +16,6 @@ const maxBackoffMs = 7_000;
 const initialBackoffMs = 100;
 /** wait.JitterUntil's jitter factor used by the lease controller. */
 const renewJitter = 0.04;
-
-/** Time as the controller sees it: injected so tests drive renewals without waiting. */
-export interface ControllerClock {
-  now(): Date;
-  /** Resolves after `ms`, or at once when the signal aborts. */
-  sleep(ms: number, signal: AbortSignal): Promise<void>;
-  random(): number;
-}
-
-export const systemControllerClock: ControllerClock = {
-  now: () => new Date(),
-  sleep: sleepUnlessAborted,
-  random: Math.random,
-};
 
 /** metav1.MicroTime's JSON form, "2006-01-02T15:04:05.000000Z" (JavaScript time has milliseconds). */
 export function formatMicroTime(date: Date): string {
@@ -45,7 +31,9 @@ export interface NodeLeaseOptions {
   /** The Node's UID once it is registered (the Lease's owner; kubelet creates the Lease only once the Node exists). */
   nodeUID: () => string | undefined;
   log: Logger;
-  clock?: ControllerClock;
+  clock?: Pick<Clock, 'now' | 'sleep'>;
+  /** The renew interval's jitter. */
+  random?: () => number;
   /** Called after every successful create or renewal (tests, metrics). */
   onRenewed?: (lease: V1Lease) => void;
 }
@@ -54,13 +42,15 @@ const leasePath = (name?: string) =>
   `/apis/coordination.k8s.io/v1/namespaces/${nodeLeaseNamespace}/leases${name === undefined ? '' : `/${encodeURIComponent(name)}`}`;
 
 export class NodeLeaseController {
-  private readonly clock: ControllerClock;
+  private readonly clock: Pick<Clock, 'now' | 'sleep'>;
+  private readonly random: () => number;
   private readonly renewIntervalMs: number;
   /** The Lease as last written: renewals update from it without a GET, as kubelet does. */
   private latest: V1Lease | undefined;
 
   constructor(private readonly opts: NodeLeaseOptions) {
-    this.clock = opts.clock ?? systemControllerClock;
+    this.clock = opts.clock ?? systemClock;
+    this.random = opts.random ?? Math.random;
     this.renewIntervalMs = opts.leaseDurationSeconds * 1000 * nodeLeaseRenewIntervalFraction;
   }
 
@@ -73,7 +63,7 @@ export class NodeLeaseController {
   async run(signal: AbortSignal): Promise<void> {
     while (!signal.aborted) {
       await this.sync(signal);
-      await this.clock.sleep(this.renewIntervalMs * (1 + this.clock.random() * renewJitter), signal);
+      await this.clock.sleep(this.renewIntervalMs * (1 + this.random() * renewJitter), signal);
     }
   }
 
@@ -179,7 +169,7 @@ export class NodeLeaseController {
           metadata: { name, namespace: nodeLeaseNamespace },
           spec: { holderIdentity: name, leaseDurationSeconds: this.opts.leaseDurationSeconds },
         };
-    lease.spec!.renewTime = formatMicroTime(this.clock.now()) as unknown as Date;
+    lease.spec!.renewTime = formatMicroTime(new Date(this.clock.now())) as unknown as Date;
     if (nodeUID && (lease.metadata!.ownerReferences ?? []).length === 0) {
       lease.metadata!.ownerReferences = [{ apiVersion: 'v1', kind: 'Node', name, uid: nodeUID }];
     }

@@ -3,8 +3,8 @@ import type { V1ContainerImage, V1Node, V1NodeCondition, V1NodeStatus, V1Taint }
 import type { EvictionSignal, EvictionThreshold, ReservedResource } from '../agent/kubelet-config.js';
 import type { Image, RuntimeCondition, RuntimeStatus } from '../cri/types.js';
 import type { MachineInfo } from '../host/machine-info.js';
-import { canonicalJson as canonical } from '../canonical-json.js';
-import { Quantity, tryParseQuantity } from '../podsource/quantity.js';
+import { canonicalJson as canonical } from '../core/canonical-json.js';
+import { Quantity, tryParseQuantity } from '../core/quantity.js';
 
 /** The Kubernetes release whose kubelet behaviour nodelet follows (kubectl on these machines is v1.32). */
 export const kubernetesVersion = 'v1.32.0';

@@ -1,7 +1,7 @@
 // kubelet's watch-based object manager for one resource: one list + watch per referenced object (fieldSelector metadata.name), refcounted and cached.
 import type { V1ObjectMeta } from '@kubernetes/client-node';
-import type { Logger } from '../log.js';
-import { ObjectNotFoundError, type ObjectKind } from './object-source.js';
+import type { Logger } from '../core/log.js';
+import { ObjectNotFoundError, type ObjectKind } from '../core/api-objects.js';
 import { Reflector, type ListWatchClient, type ReflectorBackoff } from './reflector.js';
 
 interface CachedObject {

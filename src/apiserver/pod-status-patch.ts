@@ -1,7 +1,7 @@
 // Pure parts of the status manager: kubelet's mergePodStatus, its terminal guards, TerminatePod's final status, and the status patch.
 import type { V1ContainerStatus, V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node';
-import { isStaticPod } from '../pod/admission.js';
-import { canonicalJson } from '../canonical-json.js';
+import { isStaticPod } from '../core/config-annotations.js';
+import { canonicalJson } from '../core/canonical-json.js';
 
 /** Conditions kubelet owns (kubetypes.PodConditionByKubelet); others (readiness gates, DisruptionTarget ...) belong to others. */
 export const kubeletConditionTypes: ReadonlySet<string> = new Set(['PodScheduled', 'Ready', 'Initialized', 'ContainersReady', 'PodReadyToStartContainers']);

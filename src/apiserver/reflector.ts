@@ -1,8 +1,8 @@
 // Keeps a local copy of a set of API objects with list + watch, as client-go's reflector: relists on 410, reconnects with capped backoff.
 import type { KubeClient, WatchEvent } from './client.js';
 import { isGone } from './client.js';
-import type { Logger } from '../log.js';
-import { sleepUnlessAborted } from './sleep.js';
+import type { Logger } from '../core/log.js';
+import { systemClock, type Clock } from '../core/clock.js';
 
 /** What the reflector needs of the API client (a fake stands in for it in tests). */
 export type ListWatchClient = Pick<KubeClient, 'request' | 'watch'>;
@@ -33,8 +33,8 @@ export interface ReflectorOptions<T extends KubeObject> {
   /** The complete current set after every change (SET semantics); the first call follows the first list. */
   onChange: (objects: T[]) => void;
   backoff?: ReflectorBackoff;
-  /** Waits between attempts; resolves early (or rejects) when the signal aborts. Injected by tests. */
-  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** Waits between attempts and times outages. */
+  clock?: Pick<Clock, 'now' | 'sleep'>;
   random?: () => number;
   /** The server-side watch timeout of one watch request; client-go picks 5-10 min at random. */
   watchTimeoutSeconds?: () => number;
@@ -54,13 +54,13 @@ export class Reflector<T extends KubeObject> {
   /** Set while the API server is unreachable, so an outage is logged once, not per retry. */
   private outageSince?: number;
   private readonly backoff: ReflectorBackoff;
-  private readonly sleep: (ms: number, signal: AbortSignal) => Promise<void>;
+  private readonly clock: Pick<Clock, 'now' | 'sleep'>;
   private readonly random: () => number;
   private readonly watchTimeoutSeconds: () => number;
 
   constructor(private readonly opts: ReflectorOptions<T>) {
     this.backoff = opts.backoff ?? defaultReflectorBackoff;
-    this.sleep = opts.sleep ?? sleepUnlessAborted;
+    this.clock = opts.clock ?? systemClock;
     this.random = opts.random ?? Math.random;
     this.watchTimeoutSeconds = opts.watchTimeoutSeconds ?? (() => Math.floor(minWatchTimeoutSeconds * (1 + this.random())));
   }
@@ -99,12 +99,12 @@ export class Reflector<T extends KubeObject> {
         }
         const delay = this.nextDelay();
         if (this.outageSince === undefined) {
-          this.outageSince = Date.now();
+          this.outageSince = this.clock.now();
           this.opts.log.warn({ err, what: this.opts.what, path: this.opts.path }, 'Lost the API server; retrying with back-off');
         } else {
           this.opts.log.debug({ err, what: this.opts.what, retryInMs: delay }, 'API server still unreachable');
         }
-        await this.sleep(delay, signal);
+        await this.clock.sleep(delay, signal);
       }
     }
   }
@@ -175,7 +175,7 @@ export class Reflector<T extends KubeObject> {
 
   private reachable(): void {
     if (this.outageSince !== undefined) {
-      this.opts.log.info({ what: this.opts.what, downForMs: Date.now() - this.outageSince }, 'API server reachable again; relisted');
+      this.opts.log.info({ what: this.opts.what, downForMs: this.clock.now() - this.outageSince }, 'API server reachable again; relisted');
       this.outageSince = undefined;
     }
   }

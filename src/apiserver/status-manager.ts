@@ -3,8 +3,8 @@
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import type { KubeClient } from './client.js';
 import { isConflict, isNotFound, strategicMergePatch } from './client.js';
-import type { Logger } from '../log.js';
-import { isStaticPod } from '../pod/admission.js';
+import type { Logger } from '../core/log.js';
+import { isStaticPod } from '../core/config-annotations.js';
 import { mergePodStatus, podStatusPatch, refuseStatusUpdate, sameStatus, terminalPodStatus } from './pod-status-patch.js';
 
 export type StatusClient = Pick<KubeClient, 'request'>;

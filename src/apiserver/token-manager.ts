@@ -1,8 +1,9 @@
 // kubelet's service account token manager: TokenRequest per (pod, service account, audiences, expiry), cached and refreshed before it expires.
 import type { AuthenticationV1TokenRequest } from '@kubernetes/client-node';
-import type { Logger } from '../log.js';
+import type { Logger } from '../core/log.js';
 import type { KubeClient } from './client.js';
-import type { ServiceAccountToken } from './object-source.js';
+import type { ServiceAccountToken } from '../core/api-objects.js';
+import { systemClock } from '../core/clock.js';
 
 /** The part of KubeClient the manager uses (a fake in unit tests). */
 export type TokenRequestClient = Pick<KubeClient, 'request'>;
@@ -56,7 +57,7 @@ export class ServiceAccountTokenManager {
   private readonly random: () => number;
 
   constructor(private readonly opts: TokenManagerOptions) {
-    this.now = opts.now ?? Date.now;
+    this.now = opts.now ?? systemClock.now;
     this.random = opts.random ?? Math.random;
   }
 

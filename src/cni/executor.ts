@@ -2,7 +2,7 @@
 import { access, constants, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DirectProgramRunner, type ProgramExit, type ProgramRunner } from '../host/program-runner.js';
-import { logger as rootLogger, type Logger } from '../log.js';
+import { logger as rootLogger, type Logger } from '../core/log.js';
 import { DEFAULT_CNI_CACHE_DIR, ResultCache } from './cache.js';
 import { compareVersions, convertResult, formatCniArgs, parseResult, podIdentity, validateRuntimeConf } from './protocol.js';
 import {

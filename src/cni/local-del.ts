@@ -3,7 +3,7 @@
 // NODELET_CNI_CACHE_DIR and NODELET_CNI_BIN_DIRS override the cache directory and plugin directories
 // (defaults: the agent's defaults; CNI_PATH is searched after them).
 import { text } from 'node:stream/consumers';
-import { logger } from '../log.js';
+import { logger } from '../core/log.js';
 import { DEFAULT_CNI_CACHE_DIR } from './cache.js';
 import { CniExecutor, DEFAULT_CNI_BIN_DIRS, parseBinDirs } from './executor.js';
 import { CniError, CniErrorCode } from './types.js';

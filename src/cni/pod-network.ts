@@ -1,5 +1,5 @@
 // The pod network as the agent sees it: the main network per sandbox, with the sandboxes' IPs.
-import { logger as rootLogger, type Logger } from '../log.js';
+import { logger as rootLogger, type Logger } from '../core/log.js';
 import type { CniExecutor, GarbageCollectReport } from './executor.js';
 import { podIdentity, resultPodIPs } from './protocol.js';
 import type { CniResult, CniRuntimeConf, NetConfList } from './types.js';

@@ -2,7 +2,7 @@
 import { chmod, lstat, mkdir, rm } from 'node:fs/promises';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { dirname } from 'node:path';
-import { logger as rootLogger, type Logger } from '../log.js';
+import { logger as rootLogger, type Logger } from '../core/log.js';
 import type { PodNetwork } from './pod-network.js';
 import { convertResult, isSupportedVersion, parseCniArgs, podIdentity, SUPPORTED_CNI_VERSIONS } from './protocol.js';
 import { CniError, CniErrorCode, type CniRuntimeConf } from './types.js';

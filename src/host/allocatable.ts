@@ -1,7 +1,7 @@
 // The node's allocatable resources as kubelet computes them with no reservations: capacity minus the default hard eviction thresholds.
 import { cpus, totalmem } from 'node:os';
 import { statfs } from 'node:fs/promises';
-import { Quantity } from '../podsource/quantity.js';
+import { Quantity } from '../core/quantity.js';
 
 export interface NodeAllocatable {
   cpu: Quantity;

@@ -7,7 +7,7 @@
 // is started once, while the agent is still small.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { constants } from 'node:os';
-import type { Logger } from '../log.js';
+import type { Logger } from '../core/log.js';
 
 export interface ProgramRun {
   /** An absolute path: the program is not searched for. */

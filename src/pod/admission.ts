@@ -1,7 +1,7 @@
 // Node-side pod admission, as kubelet's canAdmitPod with its predicate handler (GeneralPredicates): pure.
 import type { V1Container, V1Node, V1NodeSelectorRequirement, V1NodeSelectorTerm, V1Pod, V1Taint, V1Toleration } from '@kubernetes/client-node';
-import { tryParseQuantity } from '../podsource/quantity.js';
-import { CONFIG_SOURCE_ANNOTATION } from '../podsource/manifest.js';
+import { tryParseQuantity } from '../core/quantity.js';
+import { isStaticPod } from '../core/config-annotations.js';
 import { isRestartableInitContainer } from './init-containers.js';
 import { forbiddenSysctls } from './sysctl-admission.js';
 import type { WaitingReason } from './status.js';
@@ -76,12 +76,6 @@ export function podRequests(pod: V1Pod): PodRequests {
     sum[n] += quantityOf(overhead, n);
   }
   return sum;
-}
-
-/** kubelet's IsStaticPod: a pod from a source other than the API server. */
-export function isStaticPod(pod: V1Pod): boolean {
-  const source = pod.metadata?.annotations?.[CONFIG_SOURCE_ANNOTATION];
-  return source !== undefined && source !== 'api';
 }
 
 function predicateFailure(name: string, desc: string): AdmitResult {

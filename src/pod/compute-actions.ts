@@ -3,8 +3,8 @@ import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { isInBackoffSince, type BackoffEntry, type BackoffPolicy } from './backoff.js';
 import { containerHash } from './container-hash.js';
 import { computeInitContainerPlan, findNextInitContainerToRun, hasAnyRegularContainerCreated, hasRestartableInitContainer } from './init-containers.js';
-import { latestContainer, type ContainerObservation, type PodRuntimeState, type SandboxObservation } from './runtime-state.js';
-import type { ProbeResultLookup } from '../prober/results.js';
+import { latestContainer, type ContainerObservation, type PodRuntimeState, type SandboxObservation } from '../core/runtime-state.js';
+import type { ProbeResultLookup } from '../core/probe-results.js';
 
 export interface ContainerToStart {
   name: string;

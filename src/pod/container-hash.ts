@@ -1,7 +1,7 @@
 // A stable hash of a container's spec: a running container whose hash differs from its spec is replaced.
 import { createHash } from 'node:crypto';
 import type { V1Container } from '@kubernetes/client-node';
-import { canonicalJson } from '../canonical-json.js';
+import { canonicalJson } from '../core/canonical-json.js';
 
 
 export function containerHash(container: V1Container): string {

@@ -1,7 +1,7 @@
 // Container env read from the API server as kubelet's makeEnvironmentVariables does: envFrom configMaps/secrets and configMapKeyRef/secretKeyRef.
 import type { V1ConfigMap, V1Container, V1EnvVarSource, V1Pod, V1Secret } from '@kubernetes/client-node';
-import { isObjectNotFound, type ApiObjectSource } from '../apiserver/object-source.js';
-import { SyncError } from './sync-result.js';
+import { isObjectNotFound, type ApiObjectSource } from '../core/api-objects.js';
+import { SyncError } from '../core/sync-result.js';
 
 /**
  * kubelet's env var name rule for envFrom keys (IsRelaxedEnvVarName, on by default since Kubernetes 1.32): not empty,

@@ -2,9 +2,9 @@
 import type { V1Container, V1EnvVar, V1Pod } from '@kubernetes/client-node';
 import type { NodeAllocatable } from '../host/allocatable.js';
 import { podFieldValue as metadataFieldValue, resourceFieldValue } from '../volume/downward-api.js';
-import { expandVars } from './env-expansion.js';
+import { expandVars } from '../core/env-expansion.js';
 import { envFromSources, keyRefValue, type ApiEnvContext } from './env-from-api.js';
-import { SyncError } from './sync-result.js';
+import { SyncError } from '../core/sync-result.js';
 
 /** What the node knows of the pod when its container is created. */
 export interface PodEnvContext extends ApiEnvContext {

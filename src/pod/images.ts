@@ -1,12 +1,12 @@
 // Makes a container's image present per its imagePullPolicy, with kubelet's pull back-off and reasons.
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
-import type { EventRecorder } from '../apiserver/event-recorder.js';
+import type { EventRecorder } from '../core/events.js';
 import type { Image, ImageService, PodSandboxConfig } from '../cri/types.js';
-import type { Logger } from '../log.js';
-import { defaultImagePullPolicy } from '../podsource/image-reference.js';
+import type { Logger } from '../core/log.js';
+import { defaultImagePullPolicy } from '../core/image-reference.js';
 import type { Backoff } from './backoff.js';
 import type { ImageUser } from './security-context.js';
-import { SyncError } from './sync-result.js';
+import { SyncError } from '../core/sync-result.js';
 
 /** The container's pull policy, or kubelet's default from the image tag when unset. */
 export function effectivePullPolicy(container: V1Container): string {

@@ -1,7 +1,7 @@
 // How far a pod's initialization has come: kubelet's rules for init containers and sidecars (restartable init containers).
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
-import type { ProbeResultLookup } from '../prober/results.js';
-import { latestContainer, type ContainerObservation, type PodRuntimeState } from './runtime-state.js';
+import type { ProbeResultLookup } from '../core/probe-results.js';
+import { latestContainer, type ContainerObservation, type PodRuntimeState } from '../core/runtime-state.js';
 
 /** A sidecar: an init container with restartPolicy Always, started in order and kept running. */
 export function isRestartableInitContainer(c: V1Container): boolean {

@@ -1,14 +1,14 @@
 // One pod's worker: serialises its syncs and walks it one way through syncing -> terminating -> terminated.
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { isUnavailable } from '../cri/errors.js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../core/log.js';
 import { computePodActions, isNoop, type PodActions } from './compute-actions.js';
-import { canonicalJson } from '../canonical-json.js';
+import { canonicalJson } from '../core/canonical-json.js';
 import type { RuntimeObserver } from './runtime-observer.js';
-import type { PodRuntimeState } from './runtime-state.js';
+import type { PodRuntimeState } from '../core/runtime-state.js';
 import { podLogDirectory, terminationGracePeriodSeconds } from './runtime-config.js';
 import { derivePodStatus, type WaitingReason } from './status.js';
-import type { StepResult } from './sync-result.js';
+import type { StepResult } from '../core/sync-result.js';
 import { collectPodGarbage, crashBackoffKey, executePodActions, recordMountFailures, terminatePod, type SyncDeps } from './sync-pod.js';
 import { unsupportedPodFields } from './unsupported.js';
 import { forbiddenSysctls } from './sysctl-admission.js';

@@ -1,6 +1,6 @@
 // Keeps one worker per pod UID in step with the desired pods and with what the relist finds in the runtime.
 import type { V1Pod } from '@kubernetes/client-node';
-import type { Logger } from '../log.js';
+import type { Logger } from '../core/log.js';
 import { podNameLabel, podNamespaceLabel, podTerminationGracePeriodAnnotation, podUidLabel } from './labels.js';
 import { PodWorker, type PodWorkerDeps } from './pod-worker.js';
 import { defaultTerminationGracePeriodSeconds, terminationGracePeriodSeconds } from './runtime-config.js';

@@ -1,6 +1,6 @@
 // A pod's QoS class and its containers' OOM score adjustments, as kubelet's GetPodQOS and GetContainerOOMScoreAdjust (pure).
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
-import { tryParseQuantity, type Quantity } from '../podsource/quantity.js';
+import { tryParseQuantity, type Quantity } from '../core/quantity.js';
 
 export type PodQOSClass = 'Guaranteed' | 'Burstable' | 'BestEffort';
 

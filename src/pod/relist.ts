@@ -1,5 +1,5 @@
 // The pod lifecycle event generator: periodically lists the runtime and reports which pods changed.
-import type { Logger } from '../log.js';
+import type { Logger } from '../core/log.js';
 import { podUidLabel } from './labels.js';
 import type { NodeRuntimeSnapshot, RuntimeObserver } from './runtime-observer.js';
 

@@ -2,9 +2,9 @@
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { LinuxContainerResources } from '../cri/types.js';
 import type { PodCgroupSettings } from '../host/cgroups.js';
-import { InvalidQuantityError, parseQuantity, type Quantity } from '../podsource/quantity.js';
+import { InvalidQuantityError, parseQuantity, type Quantity } from '../core/quantity.js';
 import { containerOOMScoreAdjust, podQOSClass, resourceQuantity, type PodQOSClass } from './qos.js';
-import { SyncError } from './sync-result.js';
+import { SyncError } from '../core/sync-result.js';
 
 // The kernel's bounds for cpu.shares and the CFS period kubelet uses (pkg/kubelet/cm).
 export const minShares = 2;

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { ContainerConfig, DnsConfig, KeyValueMap, Mount, NamespaceOption, PodSandboxConfig, PortMapping, Protocol } from '../cri/types.js';
 import { containerHash } from './container-hash.js';
-import { expandVars } from './env-expansion.js';
+import { expandVars } from '../core/env-expansion.js';
 import {
   containerHashAnnotation,
   containerNameLabel,
@@ -36,10 +36,6 @@ export interface NodeRuntimeSettings {
 }
 
 export const defaultTerminationGracePeriodSeconds = 30;
-
-export function podFullName(pod: V1Pod): string {
-  return `${pod.metadata?.name ?? ''}_${pod.metadata?.namespace ?? 'default'}`;
-}
 
 /** `<namespace>_<name>_<uid>` under the pod log root, as kubelet lays it out. */
 export function podLogDirectory(podLogsDir: string, pod: V1Pod): string {

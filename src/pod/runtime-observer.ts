@@ -19,7 +19,7 @@ import {
   type ObservedContainerState,
   type PodRuntimeState,
   type SandboxObservation,
-} from './runtime-state.js';
+} from '../core/runtime-state.js';
 
 /** Where pod IPs come from first: the agent's own CNI results, keyed by sandbox id. */
 export interface PodIPSource {

@@ -2,8 +2,8 @@
 import { join } from 'node:path';
 import type { V1Container, V1Pod, V1SeccompProfile, V1SecurityContext } from '@kubernetes/client-node';
 import type { KeyValueMap, LinuxContainerSecurityContext, LinuxSandboxSecurityContext, NamespaceOption, SecurityProfile } from '../cri/types.js';
-import { dottedSysctlName } from '../podsource/sysctl.js';
-import { SyncError } from './sync-result.js';
+import { dottedSysctlName } from '../core/sysctl.js';
+import { SyncError } from '../core/sync-result.js';
 
 /** The user an image runs as, from CRI ImageStatus: a numeric uid, else a user name, else (neither) root. */
 export interface ImageUser {

@@ -3,8 +3,8 @@ import type { V1Container, V1ContainerState, V1ContainerStatus, V1Pod, V1PodCond
 import { shouldContainerBeRestarted } from './compute-actions.js';
 import { isRestartableInitContainer } from './init-containers.js';
 import { podQOSClass } from './qos.js';
-import { latestContainer, previousContainer, type ContainerObservation, type PodRuntimeState } from './runtime-state.js';
-import type { ProbeResultLookup } from '../prober/results.js';
+import { latestContainer, previousContainer, type ContainerObservation, type PodRuntimeState } from '../core/runtime-state.js';
+import type { ProbeResultLookup } from '../core/probe-results.js';
 
 /** Why a container is waiting, from the last sync (kubelet's reason cache), e.g. ErrImagePull. */
 export interface WaitingReason {

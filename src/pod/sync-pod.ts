@@ -2,11 +2,11 @@
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
-import type { EventRecorder } from '../apiserver/event-recorder.js';
-import type { ApiObjectSource } from '../apiserver/object-source.js';
+import type { EventRecorder } from '../core/events.js';
+import type { ApiObjectSource } from '../core/api-objects.js';
 import type { PodSandboxConfig, RuntimeService } from '../cri/types.js';
 import { isNotFound } from '../cri/errors.js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../core/log.js';
 import type { Backoff } from './backoff.js';
 import { lastExited, type ContainerToStart, type PodActions } from './compute-actions.js';
 import { containerEnv } from './env.js';
@@ -15,7 +15,7 @@ import type { EnsuredImage, ImageManager } from './images.js';
 import type { PodCgroupManager } from '../host/cgroups.js';
 import { podCgroupParent, podCgroupResources } from './resources.js';
 import { runLifecycleHook } from './lifecycle-hooks.js';
-import { latestContainer, type ContainerObservation, type PodRuntimeState } from './runtime-state.js';
+import { latestContainer, type ContainerObservation, type PodRuntimeState } from '../core/runtime-state.js';
 import {
   buildContainerConfig,
   buildSandboxConfig,
@@ -23,7 +23,7 @@ import {
   terminationGracePeriodSeconds,
   type NodeRuntimeSettings,
 } from './runtime-config.js';
-import { stepFailed, SyncError, type StepResult } from './sync-result.js';
+import { stepFailed, SyncError, type StepResult } from '../core/sync-result.js';
 import { volumeFailureResults, type PodVolumeManager } from '../volume/pod-volumes.js';
 
 export interface SyncDeps {

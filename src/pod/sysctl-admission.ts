@@ -1,6 +1,6 @@
 // kubelet's sysctl admission: a pod may set only the safe sysctls (namespaced and isolated per pod); others refuse the pod.
 import type { V1Pod } from '@kubernetes/client-node';
-import { dottedSysctlName, sysctlNamespace } from '../podsource/sysctl.js';
+import { dottedSysctlName, sysctlNamespace } from '../core/sysctl.js';
 import type { WaitingReason } from './status.js';
 
 /** kubelet's SafeSysctlAllowlist (no --allowed-unsafe-sysctls in nodelet yet). */

@@ -1,14 +1,8 @@
 // API pod source: the pods bound to this node (list + watch with spec.nodeName), split into pods to run and mirror pods.
 import type { V1Pod } from '@kubernetes/client-node';
-import type { Logger } from '../log.js';
+import { isMirrorPod } from '../core/config-annotations.js';
+import type { Logger } from '../core/log.js';
 import { Reflector, type ListWatchClient, type ReflectorOptions } from '../apiserver/reflector.js';
-
-/** The annotation that marks a mirror pod (the API copy of a static pod), holding the static pod's config hash. */
-export const CONFIG_MIRROR_ANNOTATION = 'kubernetes.io/config.mirror';
-
-export function isMirrorPod(pod: V1Pod): boolean {
-  return pod.metadata?.annotations?.[CONFIG_MIRROR_ANNOTATION] !== undefined;
-}
 
 export interface ApiPodSourceOptions {
   client: ListWatchClient;
@@ -20,7 +14,7 @@ export interface ApiPodSourceOptions {
    */
   onPods: (pods: V1Pod[], mirrorPods: V1Pod[]) => void;
   /** Test seams of the reflector (back-off, sleeping, watch timeout). */
-  reflector?: Pick<ReflectorOptions<V1Pod>, 'backoff' | 'sleep' | 'random' | 'watchTimeoutSeconds'>;
+  reflector?: Pick<ReflectorOptions<V1Pod>, 'backoff' | 'clock' | 'random' | 'watchTimeoutSeconds'>;
 }
 
 export class ApiPodSource {

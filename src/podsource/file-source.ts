@@ -4,7 +4,8 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { CONFIG_SEEN_ANNOTATION, parsePodManifests } from './manifest.js';
+import { CONFIG_SEEN_ANNOTATION } from '../core/config-annotations.js';
+import { parsePodManifests } from './manifest.js';
 
 export interface FilePodSourceOptions {
   /** The static pod directory (kubelet's staticPodPath); read non-recursively. */

@@ -1,19 +1,13 @@
 // Static pod manifests: decodes a file's Pod documents, validates them and applies kubelet's file-source defaults.
-import { canonicalJson } from '../canonical-json.js';
+import { canonicalJson } from '../core/canonical-json.js';
 import { createHash } from 'node:crypto';
 import type { V1Container, V1Pod, V1Probe, V1Toleration } from '@kubernetes/client-node';
 import { parseAllDocuments, type DocumentOptions, type ParseOptions, type SchemaOptions } from 'yaml';
-import { defaultImagePullPolicy } from './image-reference.js';
+import { defaultImagePullPolicy } from '../core/image-reference.js';
+import { CONFIG_HASH_ANNOTATION, CONFIG_SEEN_ANNOTATION, CONFIG_SOURCE_ANNOTATION, FILE_SOURCE } from '../core/config-annotations.js';
 import { isObject, validatePodDocument } from './validation.js';
 import { probeDefaults } from '../prober/probe-spec.js';
 
-export { defaultImagePullPolicy, parseImageReference, InvalidImageReferenceError, type ImageReference } from './image-reference.js';
-
-/** Annotations kubelet puts on every static pod (pkg/kubelet/types). */
-export const CONFIG_HASH_ANNOTATION = 'kubernetes.io/config.hash';
-export const CONFIG_SOURCE_ANNOTATION = 'kubernetes.io/config.source';
-export const CONFIG_SEEN_ANNOTATION = 'kubernetes.io/config.seen';
-export const FILE_SOURCE = 'file';
 
 /** Priorities the apiserver's priority admission gives the two built-in classes; any other class reads as 0 here. */
 const builtinPriorities: Record<string, number> = {

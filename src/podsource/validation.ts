@@ -1,7 +1,7 @@
 // Validation of a decoded Pod manifest with the apiserver's field paths and messages (pkg/apis/core/validation).
-import { InvalidImageReferenceError, parseImageReference } from './image-reference.js';
-import { InvalidQuantityError, parseQuantity, tryParseQuantity, type Quantity } from './quantity.js';
-import { dottedSysctlName, sysctlNamespace } from './sysctl.js';
+import { InvalidImageReferenceError, parseImageReference } from '../core/image-reference.js';
+import { InvalidQuantityError, parseQuantity, tryParseQuantity, type Quantity } from '../core/quantity.js';
+import { dottedSysctlName, sysctlNamespace } from '../core/sysctl.js';
 import { validatePodVolumes } from './volume-validation.js';
 
 /** One problem with one field, worded like apimachinery's field.Error without the field prefix. */

@@ -1,6 +1,6 @@
 // Validation of spec.volumes and containers' volumeMounts with the apiserver's field paths and messages (pkg/apis/core/validation).
 import { hostPathTypes } from '../volume/host-path.js';
-import { InvalidQuantityError, parseQuantity } from './quantity.js';
+import { InvalidQuantityError, parseQuantity } from '../core/quantity.js';
 import {
   dns1123LabelErrors,
   dns1123SubdomainErrors,

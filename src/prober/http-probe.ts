@@ -1,5 +1,5 @@
 // The httpGet probe as kubelet sends it: GET with kube-probe's headers, TLS unverified, same-host redirects, 200..399 succeeds.
-import { request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders } from '../node-http.js';
+import { request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders } from '../core/node-http.js';
 import { request as httpsRequest } from 'node:https';
 import { maxProbeOutputBytes, type ProbeOutcome } from './outcome.js';
 import { dialErrorText } from './tcp-probe.js';

@@ -1,15 +1,16 @@
 // Keeps a probe worker per container and probe type of every pod in step with its spec and observed containers; serves results.
 import { isRestartableInitContainer } from '../pod/init-containers.js';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
-import { canonicalJson } from '../canonical-json.js';
-import type { EventRecorder } from '../apiserver/event-recorder.js';
+import { canonicalJson } from '../core/canonical-json.js';
+import type { EventRecorder } from '../core/events.js';
 import type { RuntimeService } from '../cri/types.js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../core/log.js';
 import { shouldContainerBeRestarted } from '../pod/compute-actions.js';
-import { latestContainer, type PodRuntimeState } from '../pod/runtime-state.js';
-import { systemClock, type Clock } from './clock.js';
-import { probeField, probeOf, probeSettings, probeTypes, type ProbeType } from './probe-spec.js';
-import { ProbeResultStore, type ProbeResult } from './results.js';
+import { latestContainer, type PodRuntimeState } from '../core/runtime-state.js';
+import { systemClock, type Clock } from '../core/clock.js';
+import type { ProbeResult, ProbeType } from '../core/probe-results.js';
+import { probeField, probeOf, probeSettings, probeTypes } from './probe-spec.js';
+import { ProbeResultStore } from './results.js';
 import { runProbe } from './run-probe.js';
 import { ProbeWorker } from './worker.js';
 

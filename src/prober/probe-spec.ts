@@ -1,7 +1,6 @@
 // A container's probes as nodelet runs them: the three kinds, their settings with the API defaults, their field paths.
 import type { V1Container, V1Probe } from '@kubernetes/client-node';
-
-export type ProbeType = 'startup' | 'readiness' | 'liveness';
+import type { ProbeType } from '../core/probe-results.js';
 
 /** In kubelet's AddPod order. */
 export const probeTypes: readonly ProbeType[] = ['startup', 'readiness', 'liveness'];

@@ -1,7 +1,5 @@
 // Probe results per container ID and probe type (kubelet's results managers), and what a result means while none is known.
-import type { ProbeType } from './probe-spec.js';
-
-export type ProbeResult = 'success' | 'failure' | 'unknown';
+import type { ProbeResult, ProbeType } from '../core/probe-results.js';
 
 /**
  * What a worker publishes for a container it has not probed yet, as kubelet's worker does:
@@ -18,9 +16,6 @@ export function initialResult(type: ProbeType): ProbeResult {
       return 'unknown';
   }
 }
-
-/** Read access for the pod lifecycle: undefined when no worker has published for the container. */
-export type ProbeResultLookup = (containerId: string) => ProbeResult | undefined;
 
 export class ProbeResultStore {
   private readonly byType = new Map<ProbeType, Map<string, ProbeResult>>();

@@ -2,7 +2,7 @@
 import { isIP } from 'node:net';
 import type { IntOrString, V1Container, V1Probe } from '@kubernetes/client-node';
 import type { RuntimeService } from '../cri/types.js';
-import { expandVars } from '../pod/env-expansion.js';
+import { expandVars } from '../core/env-expansion.js';
 import { execProbe } from './exec-probe.js';
 import { httpProbe } from './http-probe.js';
 import { ProbeError, type ProbeOutcome } from './outcome.js';

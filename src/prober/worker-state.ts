@@ -1,7 +1,8 @@
 // The decisions of one probe worker as kubelet's doProbe makes them (pure): when to probe, and what a run's outcome publishes.
-import type { ObservedContainerState } from '../pod/runtime-state.js';
-import type { ProbeSettings, ProbeType } from './probe-spec.js';
-import { initialResult, type ProbeResult } from './results.js';
+import type { ObservedContainerState } from '../core/runtime-state.js';
+import type { ProbeResult, ProbeType } from '../core/probe-results.js';
+import type { ProbeSettings } from './probe-spec.js';
+import { initialResult } from './results.js';
 
 /** The latest instance of the worker's container, as last observed. */
 export interface ProbeTarget {

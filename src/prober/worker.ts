@@ -1,9 +1,9 @@
 // One probe worker (container x probe type): runs its probe on kubelet's ticker, one run at a time, and publishes results.
-import type { Logger } from '../log.js';
-import type { Clock } from './clock.js';
+import type { Logger } from '../core/log.js';
+import type { Clock } from '../core/clock.js';
 import { ProbeError, type ProbeOutcome } from './outcome.js';
-import { probeTitles, type ProbeSettings, type ProbeType } from './probe-spec.js';
-import type { ProbeResult } from './results.js';
+import type { ProbeResult, ProbeType } from '../core/probe-results.js';
+import { probeTitles, type ProbeSettings } from './probe-spec.js';
 import { initialWorkerState, nextTickDelay, recordOutcome, tick, type ProbeTarget, type WorkerState } from './worker-state.js';
 
 /** What a worker needs from its manager; every call returns the latest known state. */

@@ -2,7 +2,7 @@
 import { createHash } from 'node:crypto';
 import { posix } from 'node:path';
 import type { V1ConfigMap, V1KeyToPath, V1Pod, V1Secret, V1Volume } from '@kubernetes/client-node';
-import { isObjectNotFound, type ApiObjectSource } from '../apiserver/object-source.js';
+import { isObjectNotFound, type ApiObjectSource } from '../core/api-objects.js';
 import type { NodeAllocatable } from '../host/allocatable.js';
 import type { FileProjection } from './atomic-writer.js';
 import { downwardApiPayload } from './downward-api.js';

@@ -2,7 +2,7 @@
 import { posix } from 'node:path';
 import type { V1Container, V1DownwardAPIVolumeSource, V1Pod, V1ResourceFieldSelector } from '@kubernetes/client-node';
 import type { NodeAllocatable } from '../host/allocatable.js';
-import { parseQuantity, type Quantity } from '../podsource/quantity.js';
+import { parseQuantity, type Quantity } from '../core/quantity.js';
 import type { FileProjection } from './atomic-writer.js';
 
 /** The API's default mode of downwardAPI files. */

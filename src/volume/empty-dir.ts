@@ -3,10 +3,10 @@ import { chmod, lstat, mkdir, rm, stat, writeFile } from 'node:fs/promises';
 import { release } from 'node:os';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
-import type { Logger } from '../log.js';
+import type { Logger } from '../core/log.js';
 import { mountTmpfs, readMountInfo } from './mounter.js';
 import { setVolumeOwnership } from './ownership.js';
-import { Quantity, parseQuantity } from '../podsource/quantity.js';
+import { Quantity, parseQuantity } from '../core/quantity.js';
 
 const defaultPerm = 0o777;
 

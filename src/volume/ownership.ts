@@ -1,7 +1,7 @@
 // fsGroup volume ownership as kubelet's SetVolumeOwnership: group fsGroup on everything, group rw (ro for read-only volumes), setgid dirs.
 import { chmod, lchown, lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Logger } from '../log.js';
+import type { Logger } from '../core/log.js';
 
 const rwMask = 0o660;
 const roMask = 0o440;

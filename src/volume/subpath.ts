@@ -9,7 +9,7 @@ import { constants } from 'node:fs';
 import { lstat, mkdir, open, realpath, stat, writeFile, type FileHandle } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import type { V1VolumeMount } from '@kubernetes/client-node';
-import { expandVars } from '../pod/env-expansion.js';
+import { expandVars } from '../core/env-expansion.js';
 import { bindMount, readMountInfo, unmount } from './mounter.js';
 
 /** A subPath the user got wrong; the message is kubelet's. */

@@ -1,6 +1,6 @@
 // A fake ApiObjectSource: configmaps and secrets in maps, tokens counted, registrations recorded.
 import type { V1ConfigMap, V1Pod, V1Secret } from '@kubernetes/client-node';
-import { ObjectNotFoundError, type ApiObjectSource, type ServiceAccountToken, type TokenProjectionRequest } from '../../../src/apiserver/object-source.js';
+import { ObjectNotFoundError, type ApiObjectSource, type ServiceAccountToken, type TokenProjectionRequest } from '../../../src/core/api-objects.js';
 
 export class FakeApiObjects implements ApiObjectSource {
   readonly configMaps = new Map<string, V1ConfigMap>();

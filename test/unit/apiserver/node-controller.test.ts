@@ -2,23 +2,22 @@
 import type { V1Node } from '@kubernetes/client-node';
 import { ApiError, ApiUnavailableError, mergePatch, strategicMergePatch, type ApiRequest } from '../../../src/apiserver/client.js';
 import { NodeController, type NodeControllerSettings } from '../../../src/apiserver/node-controller.js';
-import type { ControllerClock } from '../../../src/apiserver/node-lease.js';
+import type { Clock } from '../../../src/core/clock.js';
 import { isNodeReady, nodeConditions } from '../../../src/apiserver/node-status.js';
 import { defaultKubeletConfiguration } from '../../../src/agent/kubelet-config.js';
 import type { RuntimeStatus } from '../../../src/cri/types.js';
 import type { MachineInfo } from '../../../src/host/machine-info.js';
-import { logger } from '../../../src/log.js';
+import { logger } from '../../../src/core/log.js';
 import { applyJsonMergePatch, applyStrategicMergePatch } from '../../apiserver/patch.js';
 
 const log = logger.child({});
 log.level = 'silent';
 
 /** Virtual time with real timer semantics: sleeps wait until the test advances the clock past them. */
-class VirtualClock implements ControllerClock {
+class VirtualClock implements Pick<Clock, 'now' | 'sleep'> {
   t = Date.parse('2025-01-01T00:00:00Z');
   private timers: Array<{ at: number; resolve: () => void }> = [];
-  now = () => new Date(this.t);
-  random = () => 0;
+  now = () => this.t;
   sleep(ms: number, signal: AbortSignal): Promise<void> {
     return new Promise((resolve) => {
       if (signal.aborted) return resolve();

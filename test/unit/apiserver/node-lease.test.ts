@@ -1,8 +1,9 @@
 // The node lease controller against an in-memory lease store and a virtual clock: creation, renew timing, conflicts, back-off.
 import type { V1Lease } from '@kubernetes/client-node';
 import { ApiError, ApiUnavailableError, type ApiRequest } from '../../../src/apiserver/client.js';
-import { formatMicroTime, NodeLeaseController, type ControllerClock } from '../../../src/apiserver/node-lease.js';
-import { logger } from '../../../src/log.js';
+import type { Clock } from '../../../src/core/clock.js';
+import { formatMicroTime, NodeLeaseController } from '../../../src/apiserver/node-lease.js';
+import { logger } from '../../../src/core/log.js';
 
 const log = logger.child({});
 log.level = 'silent';
@@ -55,11 +56,11 @@ class FakeLeases {
 }
 
 /** Virtual time: sleeping advances it at once; the test stops the controller after a number of sleeps. */
-class VirtualClock implements ControllerClock {
+class VirtualClock implements Pick<Clock, 'now' | 'sleep'> {
   t = Date.parse('2025-01-01T00:00:00Z');
   sleeps: number[] = [];
   onSleep: (ms: number) => void = () => {};
-  now = () => new Date(this.t);
+  now = () => this.t;
   random = () => 0;
   async sleep(ms: number, signal: AbortSignal): Promise<void> {
     this.sleeps.push(ms);
@@ -72,7 +73,7 @@ class VirtualClock implements ControllerClock {
 function setup(nodeUID: () => string | undefined = () => 'node-uid') {
   const clock = new VirtualClock();
   const api = new FakeLeases(clock);
-  const lease = new NodeLeaseController({ client: api, nodeName: 'n1', leaseDurationSeconds: 40, requestTimeoutMs: 8000, nodeUID, log, clock });
+  const lease = new NodeLeaseController({ client: api, nodeName: 'n1', leaseDurationSeconds: 40, requestTimeoutMs: 8000, nodeUID, log, clock, random: () => clock.random() });
   /** Runs the controller until `renewals` renew-interval sleeps happened (the same controller may run again). */
   const runFor = async (renewals: number) => {
     const controller = new AbortController();
@@ -112,7 +113,7 @@ test('the renew interval is a quarter of the lease duration plus up to 4% jitter
   clock.random = () => 0.5;
   const controller = new AbortController();
   clock.onSleep = () => controller.abort();
-  await new NodeLeaseController({ client: api, nodeName: 'n1', leaseDurationSeconds: 60, requestTimeoutMs: 1000, nodeUID: () => 'u', log, clock }).run(controller.signal);
+  await new NodeLeaseController({ client: api, nodeName: 'n1', leaseDurationSeconds: 60, requestTimeoutMs: 1000, nodeUID: () => 'u', log, clock, random: () => clock.random() }).run(controller.signal);
   expect(clock.sleeps).toEqual([15_000 * 1.02]);
 });
 

@@ -22,7 +22,7 @@ import {
   type NodeStatusInputs,
 } from '../../../src/apiserver/node-status.js';
 import type { MachineInfo } from '../../../src/host/machine-info.js';
-import { parseQuantity } from '../../../src/podsource/quantity.js';
+import { parseQuantity } from '../../../src/core/quantity.js';
 
 const GiB = 1024n ** 3n;
 const machine: MachineInfo = {

@@ -3,7 +3,7 @@ import type { V1ConfigMap, V1Pod } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { WatchedObjectCache } from '../../../src/apiserver/object-cache.js';
 import { ClusterObjectSource } from '../../../src/apiserver/object-managers.js';
-import { isObjectNotFound, podObjectReferences } from '../../../src/apiserver/object-source.js';
+import { isObjectNotFound, podObjectReferences } from '../../../src/core/api-objects.js';
 import { FakeObjectApi, until } from './fake-object-api.js';
 
 const log = pino({ level: 'silent' });

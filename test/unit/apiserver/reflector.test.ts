@@ -72,7 +72,7 @@ function setup(steps: Step[]) {
     what: 'pods',
     log: logs.log,
     onChange: (objs) => sets.push(objs.map((o) => o.metadata!.name!).sort()),
-    sleep: async (ms) => void sleeps.push(ms),
+    clock: { now: () => Date.now(), sleep: async (ms) => void sleeps.push(ms) },
     random: () => 0,
     watchTimeoutSeconds: () => 300,
   });
@@ -176,7 +176,7 @@ describe('Reflector', () => {
     const sleeps: number[] = [];
     const r = new Reflector<V1Pod>({
       client: api, path: '/api/v1/pods', what: 'pods', log: pino({ level: 'silent' }), onChange: () => undefined,
-      sleep: async (ms) => void sleeps.push(ms), random: () => 0.5, watchTimeoutSeconds: () => 300,
+      clock: { now: () => Date.now(), sleep: async (ms) => void sleeps.push(ms) }, random: () => 0.5, watchTimeoutSeconds: () => 300,
     });
     await r.run(controller.signal);
     expect(sleeps).toEqual([880]);
@@ -194,7 +194,7 @@ describe('ApiPodSource', () => {
       nodeName: 'n1',
       log: pino({ level: 'silent' }),
       onPods: (pods, mirrors) => seen.push([pods.map((p) => p.metadata!.name!), mirrors.map((p) => p.metadata!.name!)]),
-      reflector: { sleep: async () => undefined, watchTimeoutSeconds: () => 300 },
+      reflector: { clock: { now: () => Date.now(), sleep: async () => undefined }, watchTimeoutSeconds: () => 300 },
     });
     await source.run(controller.signal);
     expect(seen).toEqual([[['a'], ['static-n1']]]);

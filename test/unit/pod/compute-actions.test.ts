@@ -3,8 +3,8 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { kubeletBackoff, type BackoffEntry } from '../../../src/pod/backoff.js';
 import { computePodActions, isNoop, type PodActions } from '../../../src/pod/compute-actions.js';
 import { containerHash } from '../../../src/pod/container-hash.js';
-import type { ContainerObservation, PodRuntimeState } from '../../../src/pod/runtime-state.js';
-import type { ProbeResult } from '../../../src/prober/results.js';
+import type { ContainerObservation, PodRuntimeState } from '../../../src/core/runtime-state.js';
+import type { ProbeResult } from '../../../src/core/probe-results.js';
 
 const now = 1_000_000_000;
 

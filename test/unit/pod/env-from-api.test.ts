@@ -2,8 +2,8 @@
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { containerEnv, type PodEnvContext } from '../../../src/pod/env.js';
 import { isValidEnvName } from '../../../src/pod/env-from-api.js';
-import { SyncError } from '../../../src/pod/sync-result.js';
-import { parseQuantity } from '../../../src/podsource/quantity.js';
+import { SyncError } from '../../../src/core/sync-result.js';
+import { parseQuantity } from '../../../src/core/quantity.js';
 import { FakeApiObjects } from '../apiserver/fake-api-objects.js';
 
 let objects: FakeApiObjects;

@@ -1,8 +1,8 @@
 // Container environment: expansion order and the downward API's fieldRef.
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { containerEnv, podFieldValue } from '../../../src/pod/env.js';
-import { parseQuantity } from '../../../src/podsource/quantity.js';
-import { SyncError } from '../../../src/pod/sync-result.js';
+import { parseQuantity } from '../../../src/core/quantity.js';
+import { SyncError } from '../../../src/core/sync-result.js';
 
 const pod: V1Pod = {
   metadata: { name: 'web-node1', namespace: 'prod', uid: 'u-1', labels: { app: 'web', tier: 'front' }, annotations: { note: 'a "quoted" value' } },

@@ -1,7 +1,7 @@
 // The image manager's events, in kubelet's words: already present, Never without the image, Pulling/Pulled with
 // durations and size, Failed then a Normal BackOff; and Go's duration format the Pulled message uses.
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
-import type { EventRecorder, EventType, PodEventRef } from '../../../src/apiserver/event-recorder.js';
+import type { EventRecorder, EventType, PodEventRef } from '../../../src/core/events.js';
 import type { Image, ImageService, PodSandboxConfig } from '../../../src/cri/types.js';
 import { Backoff } from '../../../src/pod/backoff.js';
 import { goDuration, ImageManager } from '../../../src/pod/images.js';

@@ -7,7 +7,7 @@ import {
   podCgroupParent,
   podCgroupResources,
 } from '../../../src/pod/resources.js';
-import { SyncError } from '../../../src/pod/sync-result.js';
+import { SyncError } from '../../../src/core/sync-result.js';
 
 const gi = 1024n ** 3n;
 

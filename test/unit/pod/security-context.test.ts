@@ -9,7 +9,7 @@ import {
   verifyRunAsNonRoot,
   type ImageUser,
 } from '../../../src/pod/security-context.js';
-import { SyncError } from '../../../src/pod/sync-result.js';
+import { SyncError } from '../../../src/core/sync-result.js';
 
 const ns: NamespaceOption = { network: 'POD', pid: 'CONTAINER', ipc: 'POD' };
 const root: ImageUser = { username: '' };

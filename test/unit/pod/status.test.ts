@@ -1,7 +1,7 @@
 // Status derivation: phase, conditions, container states and reasons, as kubelet reports them.
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
-import type { ContainerObservation, PodRuntimeState } from '../../../src/pod/runtime-state.js';
-import type { ProbeResult } from '../../../src/prober/results.js';
+import type { ContainerObservation, PodRuntimeState } from '../../../src/core/runtime-state.js';
+import type { ProbeResult } from '../../../src/core/probe-results.js';
 import { derivePodStatus, podPhase, type StatusInput, type WaitingReason } from '../../../src/pod/status.js';
 
 const t0 = Date.parse('2026-11-22T10:00:00Z');

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { FilePodSource, type FilePodSourceOptions } from '../../../src/podsource/file-source.js';
-import { CONFIG_SEEN_ANNOTATION } from '../../../src/podsource/manifest.js';
+import { CONFIG_SEEN_ANNOTATION } from '../../../src/core/config-annotations.js';
 
 const NODE = 'node1';
 

@@ -1,14 +1,7 @@
 // Static pod manifest decoding: validation messages per field, kubelet's defaults, and UID stability.
-import {
-  CONFIG_HASH_ANNOTATION,
-  CONFIG_SEEN_ANNOTATION,
-  CONFIG_SOURCE_ANNOTATION,
-  InvalidImageReferenceError,
-  defaultImagePullPolicy,
-  parseImageReference,
-  parsePodManifests,
-  type ManifestError,
-} from '../../../src/podsource/manifest.js';
+import { CONFIG_HASH_ANNOTATION, CONFIG_SEEN_ANNOTATION, CONFIG_SOURCE_ANNOTATION } from '../../../src/core/config-annotations.js';
+import { InvalidImageReferenceError, defaultImagePullPolicy, parseImageReference } from '../../../src/core/image-reference.js';
+import { parsePodManifests, type ManifestError } from '../../../src/podsource/manifest.js';
 
 const FILE = '/etc/nodelet/manifests/web.yaml';
 const NODE = 'Node-1';

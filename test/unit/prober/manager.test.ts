@@ -1,10 +1,10 @@
 // The probe manager: workers per container and probe type, startup gating, results by container ID, wake-ups, removal.
 import type { V1Pod } from '@kubernetes/client-node';
 import type { ExecSyncResult } from '../../../src/cri/types.js';
-import type { PodRuntimeState } from '../../../src/pod/runtime-state.js';
+import type { PodRuntimeState } from '../../../src/core/runtime-state.js';
 import { ProbeManager } from '../../../src/prober/manager.js';
 import { createServer, type AddressInfo } from 'node:net';
-import { FakeClock } from './fake-clock.js';
+import { FakeClock } from '../core/fake-clock.js';
 import { recordingLogger } from './fake-log.js';
 
 const exec = (name: string, extra = {}) => ({ exec: { command: [name] }, periodSeconds: 1, failureThreshold: 1, ...extra });

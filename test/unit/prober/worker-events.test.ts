@@ -1,8 +1,9 @@
 // The probe worker's Warning events: kubelet's Unhealthy for failures and errors, ProbeWarning for warnings.
 import { ProbeError, type ProbeOutcome } from '../../../src/prober/outcome.js';
-import { probeSettings, type ProbeType } from '../../../src/prober/probe-spec.js';
+import type { ProbeType } from '../../../src/core/probe-results.js';
+import { probeSettings } from '../../../src/prober/probe-spec.js';
 import { ProbeWorker, type ProbeWorkerHost } from '../../../src/prober/worker.js';
-import { FakeClock } from './fake-clock.js';
+import { FakeClock } from '../core/fake-clock.js';
 import { recordingLogger } from './fake-log.js';
 
 function setup(type: ProbeType, run: () => Promise<ProbeOutcome>) {

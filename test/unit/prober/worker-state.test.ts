@@ -1,5 +1,6 @@
 // The probe worker's decisions as a table: initial delay, thresholds, startup gating, hold and reset on a new container.
-import { probeSettings, type ProbeSettings, type ProbeType } from '../../../src/prober/probe-spec.js';
+import type { ProbeType } from '../../../src/core/probe-results.js';
+import { probeSettings, type ProbeSettings } from '../../../src/prober/probe-spec.js';
 import {
   initialWorkerState,
   nextTickDelay,

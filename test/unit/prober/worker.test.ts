@@ -1,10 +1,11 @@
 // The probe worker against a fake clock: ticks, no overlapping runs, thresholds, hold, errors and the Unhealthy log.
 import { ProbeError, type ProbeOutcome } from '../../../src/prober/outcome.js';
-import { probeSettings, type ProbeSettings, type ProbeType } from '../../../src/prober/probe-spec.js';
-import type { ProbeResult } from '../../../src/prober/results.js';
+import type { ProbeType } from '../../../src/core/probe-results.js';
+import { probeSettings, type ProbeSettings } from '../../../src/prober/probe-spec.js';
+import type { ProbeResult } from '../../../src/core/probe-results.js';
 import { ProbeWorker, type ProbeWorkerHost } from '../../../src/prober/worker.js';
 import type { ProbeTarget } from '../../../src/prober/worker-state.js';
-import { FakeClock } from './fake-clock.js';
+import { FakeClock } from '../core/fake-clock.js';
 import { recordingLogger } from './fake-log.js';
 
 class FakeHost implements ProbeWorkerHost {

@@ -1,6 +1,6 @@
 // configMap, secret and projected volume content: items, modes, optional, binaryData, tokens, kubelet's messages.
 import type { V1Pod, V1Volume } from '@kubernetes/client-node';
-import { parseQuantity } from '../../../src/podsource/quantity.js';
+import { parseQuantity } from '../../../src/core/quantity.js';
 import { configMapPayload, payloadDigest, podFsUser, secretPayload, volumePayload, type PayloadContext } from '../../../src/volume/api-volumes.js';
 import { FakeApiObjects } from '../apiserver/fake-api-objects.js';
 

@@ -1,7 +1,7 @@
 // downwardAPI volume content: kubelet's byte-exact formatting of labels/annotations, field values and resource values.
 import type { V1Pod } from '@kubernetes/client-node';
 import type { NodeAllocatable } from '../../../src/host/allocatable.js';
-import { parseQuantity } from '../../../src/podsource/quantity.js';
+import { parseQuantity } from '../../../src/core/quantity.js';
 import { downwardApiPayload, formatMap, goQuote, podFieldValue, resourceFieldValue, splitSubscriptedPath } from '../../../src/volume/downward-api.js';
 
 const allocatable: NodeAllocatable = { cpu: parseQuantity('2'), memory: parseQuantity('4Gi'), ephemeralStorage: parseQuantity('90G') };

@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { parseQuantity } from '../../../src/podsource/quantity.js';
+import { parseQuantity } from '../../../src/core/quantity.js';
 import { kernelSupportsTmpfsNoswap, memoryVolumeSize, podMemoryLimit, setUpEmptyDir, tmpfsOptions } from '../../../src/volume/empty-dir.js';
 
 const mi = (n: number) => BigInt(n) * 1024n * 1024n;

@@ -4,7 +4,7 @@ import { lstat, mkdtemp, readFile, readlink, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { parseQuantity } from '../../../src/podsource/quantity.js';
+import { parseQuantity } from '../../../src/core/quantity.js';
 import { PodVolumeManager, VolumeSetUpError, volumeFailureResults } from '../../../src/volume/pod-volumes.js';
 import { FakeApiObjects } from '../apiserver/fake-api-objects.js';
 

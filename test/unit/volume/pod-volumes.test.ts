@@ -5,8 +5,8 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { parseQuantity } from '../../../src/podsource/quantity.js';
-import { SyncError } from '../../../src/pod/sync-result.js';
+import { parseQuantity } from '../../../src/core/quantity.js';
+import { SyncError } from '../../../src/core/sync-result.js';
 import { containerPath, mountPropagation, PodVolumeManager, VolumeSetUpError } from '../../../src/volume/pod-volumes.js';
 
 const log = pino({ level: 'silent' });

@@ -5,7 +5,7 @@ import {
   quantityNumericError,
   quantitySuffixError,
   tryParseQuantity,
-} from '../../../src/podsource/quantity.js';
+} from '../../../src/core/quantity.js';
 
 describe('parseQuantity: values', () => {
   const cases: Array<[input: string | number, value: bigint, milli: bigint, canonical: string]> = [

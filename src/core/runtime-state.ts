@@ -43,10 +43,6 @@ export interface PodRuntimeState {
   containers: ContainerObservation[];
 }
 
-export function emptyRuntimeState(uid: string): PodRuntimeState {
-  return { uid, sandboxes: [], containers: [] };
-}
-
 /** The most recent instance of a container by name, as kubelet's FindContainerStatusByName. */
 export function latestContainer(state: PodRuntimeState, name: string): ContainerObservation | undefined {
   return state.containers.find((c) => c.name === name);

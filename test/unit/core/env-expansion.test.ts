@@ -1,5 +1,5 @@
 // $(VAR) expansion with Kubernetes' escaping rules.
-import { expandVars } from '../../../src/pod/env-expansion.js';
+import { expandVars } from '../../../src/core/env-expansion.js';
 
 const vars = new Map([['A', 'x'], ['B', 'y y']]);
 

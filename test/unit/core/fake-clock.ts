@@ -1,5 +1,5 @@
-// A manual clock for prober tests: timers fire only when the test advances time, in order, with promises settled between.
-import type { Clock } from '../../../src/prober/clock.js';
+// A manual clock: timers and sleeps end only when the test advances time, in order, with promises settled between.
+import type { Clock } from '../../../src/core/clock.js';
 
 /** Lets pending promise callbacks (probe runs resolving, workers rescheduling) run. */
 export const settle = () => new Promise<void>((r) => setImmediate(r));
@@ -44,8 +44,12 @@ export class FakeClock implements Clock {
     await settle();
   }
 
-  /** Waits `ms` of fake time inside a fake probe run. */
-  sleep(ms: number): Promise<void> {
-    return new Promise((r) => this.setTimeout(r, ms));
+  /** Waits `ms` of fake time (e.g. inside a fake probe run); ends at once when the signal aborts. */
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      if (signal?.aborted) return resolve();
+      const timer = this.setTimeout(resolve, ms);
+      signal?.addEventListener('abort', () => (this.clearTimeout(timer), resolve()), { once: true });
+    });
   }
 }
