@@ -2,7 +2,7 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
-import { LogEventRecorder } from '../apiserver/event-recorder.js';
+import { LogEventRecorder } from '../controllers/event-recorder.js';
 import { CriClient } from '../cri/client.js';
 import { bridgeNames, hostLocalSubnets, loadPodNetworks } from '../cni/conflist.js';
 import { CniExecutor } from '../cni/executor.js';

@@ -1,7 +1,7 @@
 // Cluster mode's node side: the Node's registration and status (NodeController) and its Lease (NodeLeaseController), built from the agent's parts.
-import type { KubeClient } from '../apiserver/client.js';
-import { NodeController } from '../apiserver/node-controller.js';
-import { NodeLeaseController, nodeLeaseRenewIntervalFraction } from '../apiserver/node-lease.js';
+import type { KubeClient } from '../kubeapi/client.js';
+import { NodeController } from '../controllers/node-controller.js';
+import { NodeLeaseController, nodeLeaseRenewIntervalFraction } from '../controllers/node-lease.js';
 import { hostLocalSubnets } from '../cni/conflist.js';
 import type { PodNetwork } from '../cni/pod-network.js';
 import type { ImageService, RuntimeService } from '../cri/types.js';

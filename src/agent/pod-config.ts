@@ -7,7 +7,7 @@ import { admitPod, rejectedStatus } from '../pod/admission.js';
 import { podQOSClass } from '../pod/qos.js';
 import { defaultTerminationGracePeriodSeconds } from '../pod/runtime-config.js';
 import { podUidsOf, type NodeRuntimeSnapshot } from '../pod/runtime-observer.js';
-import { isTerminalPhase } from '../apiserver/pod-status-patch.js';
+import { isTerminalPhase } from '../controllers/pod-status-patch.js';
 
 export type PodSourceName = 'file' | 'api';
 

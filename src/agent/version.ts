@@ -1,7 +1,7 @@
 // nodelet's own version (package.json), and the kubeletVersion it reports for its Node.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { nodeletKubeletVersion } from '../apiserver/node-status.js';
+import { nodeletKubeletVersion } from '../controllers/node-status.js';
 
 // dist/src/agent/version.js -> <repo>/package.json
 const packageJsonPath = fileURLToPath(new URL('../../../package.json', import.meta.url));

@@ -2,7 +2,7 @@
 import { Agent, AgentConfigError, statusSocketPath, type AgentConfig } from '../agent/agent.js';
 import { KubeletConfigError, loadKubeletConfiguration, resolveKubeletConfiguration, type KubeletConfiguration } from '../agent/kubelet-config.js';
 import { fetchPods, watchPods } from '../agent/status-api.js';
-import { KubeconfigError } from '../apiserver/kubeconfig.js';
+import { KubeconfigError } from '../kubeapi/kubeconfig.js';
 import { configureLogger, type LogFormat } from '../core/log.js';
 import { agentFlags, flagUsage, FlagError, parseDuration, parseFlags, type FlagSpec } from './flags.js';
 import { formatPodJson, formatPodTable, PodWatchPrinter } from './print-pods.js';

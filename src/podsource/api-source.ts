@@ -2,7 +2,7 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import { isMirrorPod } from '../core/config-annotations.js';
 import type { Logger } from '../core/log.js';
-import { Reflector, type ListWatchClient, type ReflectorOptions } from '../apiserver/reflector.js';
+import { Reflector, type ListWatchClient, type ReflectorOptions } from '../kubeapi/reflector.js';
 
 export interface ApiPodSourceOptions {
   client: ListWatchClient;

@@ -4,7 +4,7 @@ import { containerEnv, type PodEnvContext } from '../../../src/pod/env.js';
 import { isValidEnvName } from '../../../src/pod/env-from-api.js';
 import { SyncError } from '../../../src/core/sync-result.js';
 import { parseQuantity } from '../../../src/core/quantity.js';
-import { FakeApiObjects } from '../apiserver/fake-api-objects.js';
+import { FakeApiObjects } from '../controllers/fake-api-objects.js';
 
 let objects: FakeApiObjects;
 let warnings: string[];

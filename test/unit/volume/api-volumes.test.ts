@@ -2,7 +2,7 @@
 import type { V1Pod, V1Volume } from '@kubernetes/client-node';
 import { parseQuantity } from '../../../src/core/quantity.js';
 import { configMapPayload, payloadDigest, podFsUser, secretPayload, volumePayload, type PayloadContext } from '../../../src/volume/api-volumes.js';
-import { FakeApiObjects } from '../apiserver/fake-api-objects.js';
+import { FakeApiObjects } from '../controllers/fake-api-objects.js';
 
 const allocatable = async () => ({ cpu: parseQuantity('2'), memory: parseQuantity('1Gi'), ephemeralStorage: parseQuantity('10Gi') });
 let objects: FakeApiObjects;

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { parseQuantity } from '../../../src/core/quantity.js';
 import { PodVolumeManager, VolumeSetUpError, volumeFailureResults } from '../../../src/volume/pod-volumes.js';
-import { FakeApiObjects } from '../apiserver/fake-api-objects.js';
+import { FakeApiObjects } from '../controllers/fake-api-objects.js';
 
 const log = pino({ level: 'silent' });
 let root: string;

@@ -1,9 +1,9 @@
 // NodeController against an in-memory Node store and a virtual clock: registration, adoption, status patches, pod CIDR.
 import type { V1Node } from '@kubernetes/client-node';
-import { ApiError, ApiUnavailableError, mergePatch, strategicMergePatch, type ApiRequest } from '../../../src/apiserver/client.js';
-import { NodeController, type NodeControllerSettings } from '../../../src/apiserver/node-controller.js';
+import { ApiError, ApiUnavailableError, mergePatch, strategicMergePatch, type ApiRequest } from '../../../src/kubeapi/client.js';
+import { NodeController, type NodeControllerSettings } from '../../../src/controllers/node-controller.js';
 import type { Clock } from '../../../src/core/clock.js';
-import { isNodeReady, nodeConditions } from '../../../src/apiserver/node-status.js';
+import { isNodeReady, nodeConditions } from '../../../src/controllers/node-status.js';
 import { defaultKubeletConfiguration } from '../../../src/agent/kubelet-config.js';
 import type { RuntimeStatus } from '../../../src/cri/types.js';
 import type { MachineInfo } from '../../../src/host/machine-info.js';

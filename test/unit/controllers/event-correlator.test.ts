@@ -1,7 +1,7 @@
 // EventCorrelator with an injected clock: repeats become count patches, floods of similar events one combined event,
 // the spam filter's token bucket per source and object, and the 10-minute windows.
-import { EventCorrelator, eventName, metaTime, type EventObject } from '../../../src/apiserver/event-correlator.js';
-import { makeEvent, podReference } from '../../../src/apiserver/event-recorder.js';
+import { EventCorrelator, eventName, metaTime, type EventObject } from '../../../src/controllers/event-correlator.js';
+import { makeEvent, podReference } from '../../../src/controllers/event-recorder.js';
 import type { V1Pod } from '@kubernetes/client-node';
 
 const pod: V1Pod = {

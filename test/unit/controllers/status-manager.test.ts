@@ -1,8 +1,8 @@
 // Status manager against a fake API client: coalesced writes, conflicts re-read, terminal guard, final write then delete, mirror pods.
 import { pino } from 'pino';
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
-import { ApiError, type ApiRequest } from '../../../src/apiserver/client.js';
-import { StatusManager } from '../../../src/apiserver/status-manager.js';
+import { ApiError, type ApiRequest } from '../../../src/kubeapi/client.js';
+import { StatusManager } from '../../../src/controllers/status-manager.js';
 
 const log = pino({ level: 'silent' });
 

@@ -2,7 +2,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { KubeconfigError, loadKubeconfig } from '../../../src/apiserver/kubeconfig.js';
+import { KubeconfigError, loadKubeconfig } from '../../../src/kubeapi/kubeconfig.js';
 
 let dir: string;
 beforeEach(async () => (dir = await mkdtemp(join(tmpdir(), 'nodelet-kubeconfig-'))));

@@ -1,9 +1,9 @@
 // ApiEventRecorder against a fake client: create then strategic-merge PATCH of repeats, a bounded queue that never
 // blocks the caller, retries while the API server is unreachable, no retries on refusals; and the log-only recorder.
 import type { V1Pod } from '@kubernetes/client-node';
-import { ApiError, ApiUnavailableError, strategicMergePatch, type ApiRequest } from '../../../src/apiserver/client.js';
-import type { EventObject } from '../../../src/apiserver/event-correlator.js';
-import { ApiEventRecorder, LogEventRecorder } from '../../../src/apiserver/event-recorder.js';
+import { ApiError, ApiUnavailableError, strategicMergePatch, type ApiRequest } from '../../../src/kubeapi/client.js';
+import type { EventObject } from '../../../src/controllers/event-correlator.js';
+import { ApiEventRecorder, LogEventRecorder } from '../../../src/controllers/event-recorder.js';
 import { recordingLogger } from '../prober/fake-log.js';
 
 const pod: V1Pod = {

@@ -1,8 +1,8 @@
 // Mirror pods: the API server's read-only copies of this node's static pods, created, replaced and removed as kubelet's
 // mirror client does (annotation kubernetes.io/config.mirror = the static pod's config hash, owned by the Node).
 import type { V1ObjectMeta, V1Pod } from '@kubernetes/client-node';
-import type { KubeClient } from './client.js';
-import { isAlreadyExists, isConflict, isNotFound } from './client.js';
+import type { KubeClient } from '../kubeapi/client.js';
+import { isAlreadyExists, isConflict, isNotFound } from '../kubeapi/client.js';
 import type { Logger } from '../core/log.js';
 import { CONFIG_HASH_ANNOTATION, CONFIG_MIRROR_ANNOTATION } from '../core/config-annotations.js';
 

@@ -20,7 +20,7 @@ import {
   formatResourceList,
   type NodeReservation,
   type NodeStatusInputs,
-} from '../../../src/apiserver/node-status.js';
+} from '../../../src/controllers/node-status.js';
 import type { MachineInfo } from '../../../src/host/machine-info.js';
 import { parseQuantity } from '../../../src/core/quantity.js';
 

@@ -1,7 +1,7 @@
 // kubelet's node lease controller: keeps Lease kube-node-lease/<node> renewed, the heartbeat the node lifecycle controller watches.
 import type { V1Lease } from '@kubernetes/client-node';
 import type { Logger } from '../core/log.js';
-import { isConflict, isNotFound, type KubeClient } from './client.js';
+import { isConflict, isNotFound, type KubeClient } from '../kubeapi/client.js';
 import { systemClock, type Clock } from '../core/clock.js';
 
 /** What the controllers need of KubeClient (a fake in unit tests). */

@@ -3,7 +3,7 @@ import type { V1Node } from '@kubernetes/client-node';
 import type { Image, ImageService, RuntimeService } from '../cri/types.js';
 import type { MachineInfo } from '../host/machine-info.js';
 import type { Logger } from '../core/log.js';
-import { isAlreadyExists, isNotFound, mergePatch, strategicMergePatch } from './client.js';
+import { isAlreadyExists, isNotFound, mergePatch, strategicMergePatch } from '../kubeapi/client.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import type { ApiRequester } from './node-lease.js';
 import {

@@ -2,7 +2,7 @@
 import type { V1ObjectMeta } from '@kubernetes/client-node';
 import type { Logger } from '../core/log.js';
 import { ObjectNotFoundError, type ObjectKind } from '../core/api-objects.js';
-import { Reflector, type ListWatchClient, type ReflectorBackoff } from './reflector.js';
+import { Reflector, type ListWatchClient, type ReflectorBackoff } from '../kubeapi/reflector.js';
 
 interface CachedObject {
   metadata?: Pick<V1ObjectMeta, 'uid' | 'name' | 'namespace' | 'resourceVersion'>;

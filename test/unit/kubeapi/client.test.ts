@@ -1,8 +1,8 @@
 // KubeClient against a local HTTP server: JSON requests, Status errors, deadlines, watch streams and their failures.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ApiError, ApiUnavailableError, isConflict, isGone, isNotFound, KubeClient, strategicMergePatch, type WatchEvent } from '../../../src/apiserver/client.js';
-import { TokenBucket } from '../../../src/apiserver/token-bucket.js';
+import { ApiError, ApiUnavailableError, isConflict, isGone, isNotFound, KubeClient, strategicMergePatch, type WatchEvent } from '../../../src/kubeapi/client.js';
+import { TokenBucket } from '../../../src/kubeapi/token-bucket.js';
 
 type Handler = (req: IncomingMessage, body: string, res: ServerResponse) => void;
 

@@ -1,7 +1,7 @@
 // kubelet's service account token manager: TokenRequest per (pod, service account, audiences, expiry), cached and refreshed before it expires.
 import type { AuthenticationV1TokenRequest } from '@kubernetes/client-node';
 import type { Logger } from '../core/log.js';
-import type { KubeClient } from './client.js';
+import type { KubeClient } from '../kubeapi/client.js';
 import type { ServiceAccountToken } from '../core/api-objects.js';
 import { systemClock } from '../core/clock.js';
 

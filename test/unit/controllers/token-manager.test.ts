@@ -1,8 +1,8 @@
 // kubelet's token manager: TokenRequest body, cache key, refresh at 80% of the TTL or 24 h (with jitter), failures, pod removal.
 import { pino } from 'pino';
-import type { ApiRequest } from '../../../src/apiserver/client.js';
-import { ApiUnavailableError } from '../../../src/apiserver/client.js';
-import { ServiceAccountTokenManager, type TokenSpec } from '../../../src/apiserver/token-manager.js';
+import type { ApiRequest } from '../../../src/kubeapi/client.js';
+import { ApiUnavailableError } from '../../../src/kubeapi/client.js';
+import { ServiceAccountTokenManager, type TokenSpec } from '../../../src/controllers/token-manager.js';
 
 const log = pino({ level: 'silent' });
 const t0 = Date.parse('2025-01-01T00:00:00Z');

@@ -1,5 +1,5 @@
 // An in-memory stand-in for the API server's list + watch of namespaced objects (configmaps, secrets), with outages, for object manager tests.
-import { ApiUnavailableError, type ApiRequest, type WatchEvent, type WatchRequest } from '../../../src/apiserver/client.js';
+import { ApiUnavailableError, type ApiRequest, type WatchEvent, type WatchRequest } from '../../../src/kubeapi/client.js';
 
 interface Obj {
   metadata?: { name?: string; namespace?: string; uid?: string; resourceVersion?: string };

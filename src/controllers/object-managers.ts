@@ -1,7 +1,7 @@
 // The cluster-mode ApiObjectSource: configmap and secret managers (watch strategy) plus the token manager, fed by the pods registered with it.
 import type { V1ConfigMap, V1Pod, V1Secret } from '@kubernetes/client-node';
 import type { Logger } from '../core/log.js';
-import type { KubeClient } from './client.js';
+import type { KubeClient } from '../kubeapi/client.js';
 import { WatchedObjectCache } from './object-cache.js';
 import { podObjectReferences, type ApiObjectSource, type PodObjectReferences, type ServiceAccountToken, type TokenProjectionRequest } from '../core/api-objects.js';
 import { ServiceAccountTokenManager } from './token-manager.js';

@@ -1,8 +1,8 @@
 // The configmap/secret managers (one watch per referenced object, refcounted, cached) and their pod registration.
 import type { V1ConfigMap, V1Pod } from '@kubernetes/client-node';
 import { pino } from 'pino';
-import { WatchedObjectCache } from '../../../src/apiserver/object-cache.js';
-import { ClusterObjectSource } from '../../../src/apiserver/object-managers.js';
+import { WatchedObjectCache } from '../../../src/controllers/object-cache.js';
+import { ClusterObjectSource } from '../../../src/controllers/object-managers.js';
 import { isObjectNotFound, podObjectReferences } from '../../../src/core/api-objects.js';
 import { FakeObjectApi, until } from './fake-object-api.js';
 

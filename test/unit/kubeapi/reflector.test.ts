@@ -1,8 +1,8 @@
 // The reflector behind the API pod source: list + watch, relist from the last version ("" on 410), capped back-off on outages, logged once.
 import { pino } from 'pino';
 import type { V1Pod } from '@kubernetes/client-node';
-import { ApiError, ApiUnavailableError, type ApiRequest, type WatchRequest } from '../../../src/apiserver/client.js';
-import { Reflector, type ListWatchClient } from '../../../src/apiserver/reflector.js';
+import { ApiError, ApiUnavailableError, type ApiRequest, type WatchRequest } from '../../../src/kubeapi/client.js';
+import { Reflector, type ListWatchClient } from '../../../src/kubeapi/reflector.js';
 import { ApiPodSource } from '../../../src/podsource/api-source.js';
 
 type Step = { list: () => { items: V1Pod[]; rv: string } } | { watch: (req: WatchRequest<V1Pod>) => Promise<void> };

@@ -2,8 +2,8 @@
 // and requests in flight cancelled when the agent stops.
 import type { V1Pod } from '@kubernetes/client-node';
 import { pino } from 'pino';
-import type { ApiRequest } from '../../../src/apiserver/client.js';
-import { MirrorPodManager } from '../../../src/apiserver/mirror-pods.js';
+import type { ApiRequest } from '../../../src/kubeapi/client.js';
+import { MirrorPodManager } from '../../../src/controllers/mirror-pods.js';
 
 const log = pino({ level: 'silent' });
 

@@ -1,6 +1,6 @@
 // The status manager's pure parts: the status patch (two-way strategic merge), kubelet's merge of conditions, terminal guards, final status.
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
-import { mergePodStatus, podStatusPatch, refuseStatusUpdate, sameStatus, terminalPodStatus } from '../../../src/apiserver/pod-status-patch.js';
+import { mergePodStatus, podStatusPatch, refuseStatusUpdate, sameStatus, terminalPodStatus } from '../../../src/controllers/pod-status-patch.js';
 
 const t0 = '2025-01-01T00:00:00Z';
 const pod = (restartPolicy = 'Always', annotations: Record<string, string> = {}): V1Pod => ({

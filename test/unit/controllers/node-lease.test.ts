@@ -1,8 +1,8 @@
 // The node lease controller against an in-memory lease store and a virtual clock: creation, renew timing, conflicts, back-off.
 import type { V1Lease } from '@kubernetes/client-node';
-import { ApiError, ApiUnavailableError, type ApiRequest } from '../../../src/apiserver/client.js';
+import { ApiError, ApiUnavailableError, type ApiRequest } from '../../../src/kubeapi/client.js';
 import type { Clock } from '../../../src/core/clock.js';
-import { formatMicroTime, NodeLeaseController } from '../../../src/apiserver/node-lease.js';
+import { formatMicroTime, NodeLeaseController } from '../../../src/controllers/node-lease.js';
 import { logger } from '../../../src/core/log.js';
 
 const log = logger.child({});

@@ -1,8 +1,8 @@
 // Status manager: writes the pods' statuses to the API server (PATCH pods/<name>/status with a UID precondition), coalesced
 // per pod, and deletes a terminated pod that was being deleted (grace 0, UID precondition), as kubelet's status manager.
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
-import type { KubeClient } from './client.js';
-import { isConflict, isNotFound, strategicMergePatch } from './client.js';
+import type { KubeClient } from '../kubeapi/client.js';
+import { isConflict, isNotFound, strategicMergePatch } from '../kubeapi/client.js';
 import type { Logger } from '../core/log.js';
 import { isStaticPod } from '../core/config-annotations.js';
 import { mergePodStatus, podStatusPatch, refuseStatusUpdate, sameStatus, terminalPodStatus } from './pod-status-patch.js';

@@ -2,7 +2,7 @@
 // record package does (correlated, queued, retried), or in standalone mode only logged.
 import type { V1ObjectReference, V1Pod } from '@kubernetes/client-node';
 import type { Logger } from '../core/log.js';
-import { ApiError, ApiUnavailableError, isNotFound, strategicMergePatch, type KubeClient } from './client.js';
+import { ApiError, ApiUnavailableError, isNotFound, strategicMergePatch, type KubeClient } from '../kubeapi/client.js';
 import type { EventRecorder, EventType, PodEventRef } from '../core/events.js';
 import { EventCorrelator, eventName, metaTime, type CorrelateResult, type EventObject } from './event-correlator.js';
 import { systemClock, type Clock } from '../core/clock.js';
