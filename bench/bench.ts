@@ -30,8 +30,8 @@ import type { V1Pod, V1PodSpec } from '@kubernetes/client-node';
 import { fetchPods, watchPods } from '../src/agent/status-api.js';
 import { CriClient } from '../src/cri/client.js';
 import { hostDnsConfig } from '../src/host/node.js';
-import { podNamespaceLabel } from '../src/pod/labels.js';
-import { buildContainerConfig, buildSandboxConfig, type NodeRuntimeSettings } from '../src/pod/runtime-config.js';
+import { podNamespaceLabel } from '../src/execution/labels.js';
+import { buildContainerConfig, buildSandboxConfig, type NodeRuntimeSettings } from '../src/execution/runtime-config.js';
 import { clusterTable, runClusterPhase, type ClusterBenchHost, type ClusterResults } from './cluster.js';
 
 const repoRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');

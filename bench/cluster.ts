@@ -17,7 +17,7 @@ import type { V1Node, V1Pod, V1PodList, V1PodSpec } from '@kubernetes/client-nod
 import { isGone, isNotFound, KubeClient, strategicMergePatch, type WatchEvent } from '../src/kubeapi/client.js';
 import { loadKubeconfig } from '../src/kubeapi/kubeconfig.js';
 import type { CriClient } from '../src/cri/client.js';
-import { podNamespaceLabel } from '../src/pod/labels.js';
+import { podNamespaceLabel } from '../src/execution/labels.js';
 import { startTestApiServer, type TestApiServer } from '../test/apiserver/test-apiserver.js';
 
 /** Floor figures of one run: until the last StartContainer returned, and per pod (its three CRI calls). */

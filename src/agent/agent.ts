@@ -14,12 +14,12 @@ import { DirectProgramRunner, SpawnHelperRunner } from '../host/program-runner.j
 import { detectNodeIP, hostAddresses, hostDnsConfig, nodeName } from '../host/node.js';
 import { subnetCollisions } from '../cni/conflist.js';
 import type { Logger } from '../core/log.js';
-import { FilePodSource } from '../podsource/file-source.js';
-import { Backoff } from '../pod/backoff.js';
-import { ImageManager } from '../pod/images.js';
-import { PodWorkers } from '../pod/pod-workers.js';
-import { Relister } from '../pod/relist.js';
-import { RuntimeObserver } from '../pod/runtime-observer.js';
+import { FilePodSource } from '../sources/file-source.js';
+import { Backoff } from '../decisions/backoff.js';
+import { ImageManager } from '../execution/images.js';
+import { PodWorkers } from '../lifecycle/pod-workers.js';
+import { Relister } from '../lifecycle/relist.js';
+import { RuntimeObserver } from '../lifecycle/runtime-observer.js';
 import { ProbeManager } from '../prober/manager.js';
 import { StatusApi } from './status-api.js';
 import type { KubeletConfiguration } from './kubelet-config.js';

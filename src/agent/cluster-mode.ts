@@ -14,11 +14,11 @@ import { Reflector } from '../kubeapi/reflector.js';
 import { StatusManager } from '../controllers/status-manager.js';
 import { nodeAllocatable } from '../host/allocatable.js';
 import type { Logger } from '../core/log.js';
-import type { PodWorkers } from '../pod/pod-workers.js';
-import type { NodeRuntimeSnapshot } from '../pod/runtime-observer.js';
-import { ApiPodSource } from '../podsource/api-source.js';
-import { FilePodSource } from '../podsource/file-source.js';
-import { PodConfig, type PodSourceName } from './pod-config.js';
+import type { PodWorkers } from '../lifecycle/pod-workers.js';
+import type { NodeRuntimeSnapshot } from '../lifecycle/runtime-observer.js';
+import { ApiPodSource } from '../sources/api-source.js';
+import { FilePodSource } from '../sources/file-source.js';
+import { PodConfig, type PodSourceName } from '../podconfig/pod-config.js';
 
 export interface ClusterModeOptions {
   kubeconfig: string;

@@ -1,11 +1,11 @@
 // Keeps a probe worker per container and probe type of every pod in step with its spec and observed containers; serves results.
-import { isRestartableInitContainer } from '../pod/init-containers.js';
+import { isRestartableInitContainer } from '../decisions/init-containers.js';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { canonicalJson } from '../core/canonical-json.js';
 import type { EventRecorder } from '../core/events.js';
 import type { RuntimeService } from '../cri/types.js';
 import type { Logger } from '../core/log.js';
-import { shouldContainerBeRestarted } from '../pod/compute-actions.js';
+import { shouldContainerBeRestarted } from '../decisions/compute-actions.js';
 import { latestContainer, type PodRuntimeState } from '../core/runtime-state.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import type { ProbeResult, ProbeType } from '../core/probe-results.js';

@@ -3,7 +3,7 @@ import { pino } from 'pino';
 import type { V1Pod } from '@kubernetes/client-node';
 import { ApiError, ApiUnavailableError, type ApiRequest, type WatchRequest } from '../../../src/kubeapi/client.js';
 import { Reflector, type ListWatchClient } from '../../../src/kubeapi/reflector.js';
-import { ApiPodSource } from '../../../src/podsource/api-source.js';
+import { ApiPodSource } from '../../../src/sources/api-source.js';
 
 type Step = { list: () => { items: V1Pod[]; rv: string } } | { watch: (req: WatchRequest<V1Pod>) => Promise<void> };
 

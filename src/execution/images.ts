@@ -1,0 +1,90 @@
+// Makes a container's image present per its imagePullPolicy, with kubelet's pull back-off and reasons.
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import type { EventRecorder } from '../core/events.js';
+import type { Image, ImageService, PodSandboxConfig } from '../cri/types.js';
+import type { Logger } from '../core/log.js';
+import { defaultImagePullPolicy } from '../core/image-reference.js';
+import type { Backoff } from '../decisions/backoff.js';
+import type { ImageUser } from './security-context.js';
+import { SyncError } from '../core/sync-result.js';
+
+/** The container's pull policy, or kubelet's default from the image tag when unset. */
+export function effectivePullPolicy(container: V1Container): string {
+  return container.imagePullPolicy ?? defaultImagePullPolicy(container.image ?? '');
+}
+
+/** The image a container runs: the runtime's reference and the user the image runs as. */
+export interface EnsuredImage {
+  ref: string;
+  user: ImageUser;
+}
+
+/** kubelet's getImageUser: the image's numeric uid, else its user name; an image naming neither runs as root. */
+function imageUser(image: Image | undefined): ImageUser {
+  return image?.uid !== undefined ? { uid: image.uid, username: '' } : { username: image?.username ?? '' };
+}
+
+/** Go's time.Duration String of a whole number of milliseconds (kubelet truncates pull times to ms): 523ms, 1.234s, 2m3.5s. */
+export function goDuration(ms: number): string {
+  const total = Math.max(0, Math.floor(ms));
+  if (total === 0) return '0s';
+  if (total < 1000) return `${total}ms`;
+  const h = Math.floor(total / 3_600_000);
+  const m = Math.floor((total % 3_600_000) / 60_000);
+  const s = ((total % 60_000) / 1000).toFixed(3).replace(/\.?0+$/, '');
+  return h > 0 ? `${h}h${m}m${s}s` : m > 0 ? `${m}m${s}s` : `${s}s`;
+}
+
+export class ImageManager {
+  constructor(
+    private readonly images: ImageService,
+    private readonly pullBackoff: Backoff,
+    private readonly now: () => number,
+    private readonly events: EventRecorder,
+  ) {}
+
+  /** Returns the image to run, or throws a SyncError with kubelet's reason. */
+  async ensureImage(pod: V1Pod, container: V1Container, sandboxConfig: PodSandboxConfig, log: Logger, signal?: AbortSignal): Promise<EnsuredImage> {
+    const image = container.image ?? '';
+    const ref = { pod, containerName: container.name };
+    const policy = effectivePullPolicy(container);
+    if (policy !== 'Always') {
+      const present = await this.images.imageStatus(image, { signal });
+      if (present) {
+        this.events.event(ref, 'Normal', 'Pulled', `Container image "${image}" already present on machine`);
+        return { ref: present.id, user: imageUser(present) };
+      }
+      if (policy === 'Never') {
+        const message = `Container image "${image}" is not present with pull policy of Never`;
+        this.events.event(ref, 'Warning', 'ErrImageNeverPull', message);
+        throw new SyncError('ErrImageNeverPull', message);
+      }
+    }
+    const key = `${pod.metadata?.uid}/${image}`;
+    const now = this.now();
+    if (this.pullBackoff.isInBackoffSinceUpdate(key, now)) {
+      // kubelet records this one as Normal: the back-off is working as intended.
+      this.events.event(ref, 'Normal', 'BackOff', `Back-off pulling image "${image}"`);
+      throw new SyncError('ImagePullBackOff', `Back-off pulling image "${image}"`);
+    }
+    log.info({ image }, `Pulling image "${image}"`);
+    this.events.event(ref, 'Normal', 'Pulling', `Pulling image "${image}"`);
+    const started = this.now();
+    let imageRef: string;
+    try {
+      imageRef = await this.images.pullImage(image, sandboxConfig, { signal });
+      log.info({ image, imageRef, durationMs: this.now() - started }, `Successfully pulled image "${image}"`);
+    } catch (err) {
+      this.pullBackoff.next(key, now);
+      const message = err instanceof Error ? err.message : String(err);
+      log.warn({ image, err: message }, `Failed to pull image "${image}"`);
+      this.events.event(ref, 'Warning', 'Failed', `Failed to pull image "${image}": ${message}`);
+      throw new SyncError('ErrImagePull', message, { cause: err });
+    }
+    const pulled = await this.images.imageStatus(imageRef, { signal });
+    // nodelet pulls without a queue, so the pull took as long as the wait for it.
+    const took = goDuration(this.now() - started);
+    this.events.event(ref, 'Normal', 'Pulled', `Successfully pulled image "${image}" in ${took} (${took} including waiting). Image size: ${pulled?.size ?? 0} bytes.`);
+    return { ref: imageRef, user: imageUser(pulled) };
+  }
+}

@@ -1,0 +1,172 @@
+// Builds the CRI sandbox and container configs for a pod, with kubelet's labels, annotations and log layout.
+import { totalmem } from 'node:os';
+import { join } from 'node:path';
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import type { ContainerConfig, DnsConfig, KeyValueMap, Mount, NamespaceOption, PodSandboxConfig, PortMapping, Protocol } from '../cri/types.js';
+import { containerHash } from '../decisions/container-hash.js';
+import { expandVars } from '../core/env-expansion.js';
+import {
+  containerHashAnnotation,
+  containerNameLabel,
+  containerPortsAnnotation,
+  containerPreStopHandlerAnnotation,
+  containerRestartCountAnnotation,
+  containerTerminationMessagePathAnnotation,
+  containerTerminationMessagePolicyAnnotation,
+  podNameLabel,
+  podNamespaceLabel,
+  podTerminationGracePeriodAnnotation,
+  podUidLabel,
+} from './labels.js';
+import { containerResources, podCgroupParent } from './resources.js';
+import { containerSecurityContext, podSysctls, sandboxSecurityContext, type ImageUser } from './security-context.js';
+
+/** What the node contributes to every pod's runtime config. */
+export interface NodeRuntimeSettings {
+  /** Root of pod log directories (kubelet's podLogsDir, /var/log/pods). */
+  podLogsDir: string;
+  /** The host's resolver settings, used for dnsPolicy Default and ClusterFirst without cluster DNS. */
+  hostDns: DnsConfig;
+  /** kubelet's --cgroups-per-qos: sandboxes get the cgroup parent kubepods[/<qos>]/pod<uid>; unset leaves the runtime's default. */
+  cgroupsPerQOS?: boolean;
+  /** The machine's memory (MemTotal), for Burstable OOM scores; defaults to this host's. */
+  memoryCapacityBytes?: bigint;
+  /** Directory of Localhost seccomp profiles (kubelet's <root-dir>/seccomp). */
+  seccompProfileRoot?: string;
+}
+
+export const defaultTerminationGracePeriodSeconds = 30;
+
+/** `<namespace>_<name>_<uid>` under the pod log root, as kubelet lays it out. */
+export function podLogDirectory(podLogsDir: string, pod: V1Pod): string {
+  const m = pod.metadata ?? {};
+  return join(podLogsDir, `${m.namespace ?? 'default'}_${m.name ?? ''}_${m.uid ?? ''}`);
+}
+
+export function containerLogPath(name: string, restartCount: number): string {
+  return `${name}/${restartCount}.log`;
+}
+
+export function podIdentityLabels(pod: V1Pod): KeyValueMap {
+  return {
+    [podNameLabel]: pod.metadata?.name ?? '',
+    [podNamespaceLabel]: pod.metadata?.namespace ?? 'default',
+    [podUidLabel]: pod.metadata?.uid ?? '',
+  };
+}
+
+export function terminationGracePeriodSeconds(pod: V1Pod): number {
+  return pod.spec?.terminationGracePeriodSeconds ?? defaultTerminationGracePeriodSeconds;
+}
+
+function namespaceOptions(pod: V1Pod): NamespaceOption {
+  const spec = pod.spec ?? { containers: [] };
+  return {
+    network: spec.hostNetwork ? 'NODE' : 'POD',
+    pid: spec.hostPID ? 'NODE' : spec.shareProcessNamespace ? 'POD' : 'CONTAINER',
+    ipc: spec.hostIPC ? 'NODE' : 'POD',
+  };
+}
+
+/** kubelet's pod hostname: spec.hostname, else the pod name cut to 63 characters without a trailing '-' or '.'. */
+export function podHostname(pod: V1Pod): string {
+  if (pod.spec?.hostname) return pod.spec.hostname;
+  return (pod.metadata?.name ?? '').slice(0, 63).replace(/[-.]+$/, '');
+}
+
+function dnsConfig(pod: V1Pod, node: NodeRuntimeSettings): DnsConfig {
+  const custom = pod.spec?.dnsConfig;
+  const base: DnsConfig = pod.spec?.dnsPolicy === 'None' ? { servers: [], searches: [], options: [] } : node.hostDns;
+  return {
+    servers: [...base.servers, ...(custom?.nameservers ?? [])],
+    searches: [...base.searches, ...(custom?.searches ?? [])],
+    options: [...base.options, ...(custom?.options ?? []).map((o) => (o.value !== undefined ? `${o.name}:${o.value}` : (o.name ?? '')))],
+  };
+}
+
+function portMappings(pod: V1Pod): PortMapping[] {
+  const mappings: PortMapping[] = [];
+  for (const c of pod.spec?.containers ?? []) {
+    for (const p of c.ports ?? []) {
+      if (!p.hostPort) continue;
+      mappings.push({ protocol: (p.protocol ?? 'TCP') as Protocol, containerPort: p.containerPort, hostPort: p.hostPort, hostIp: p.hostIP ?? '' });
+    }
+  }
+  return mappings;
+}
+
+export function buildSandboxConfig(pod: V1Pod, attempt: number, node: NodeRuntimeSettings): PodSandboxConfig {
+  const m = pod.metadata ?? {};
+  return {
+    metadata: { name: m.name ?? '', namespace: m.namespace ?? 'default', uid: m.uid ?? '', attempt },
+    hostname: pod.spec?.hostNetwork ? '' : podHostname(pod),
+    logDirectory: podLogDirectory(node.podLogsDir, pod),
+    dnsConfig: dnsConfig(pod, node),
+    portMappings: portMappings(pod),
+    labels: { ...(m.labels ?? {}), ...podIdentityLabels(pod) },
+    annotations: { ...(m.annotations ?? {}) },
+    linux: {
+      ...(node.cgroupsPerQOS ? { cgroupParent: podCgroupParent(pod) } : {}),
+      securityContext: sandboxSecurityContext(pod, namespaceOptions(pod)),
+      sysctls: podSysctls(pod),
+    },
+  };
+}
+
+/** What a container's config needs beyond the pod: the image's user and the node's settings. */
+export interface ContainerConfigInputs {
+  /**
+   * The image's user from ImageStatus (kubelet's getImageUser): it applies when no runAsUser is set and decides
+   * runAsNonRoot. Without it the image counts as running as root, as kubelet counts an image naming no user.
+   */
+  imageUser?: ImageUser;
+  node?: NodeRuntimeSettings;
+  /** The container's volume mounts (see volume/pod-volumes.ts containerMounts). */
+  mounts?: Mount[];
+}
+
+/**
+ * `env` is the container's resolved environment (see env.ts); command and args are expanded against it.
+ * Throws SyncError CreateContainerConfigError for user errors (runAsNonRoot violated, an invalid quantity).
+ */
+export function buildContainerConfig(
+  pod: V1Pod,
+  container: V1Container,
+  restartCount: number,
+  env: ReadonlyMap<string, string>,
+  inputs: ContainerConfigInputs = {},
+): ContainerConfig {
+  const annotations: KeyValueMap = {
+    [containerHashAnnotation]: containerHash(container),
+    [containerRestartCountAnnotation]: String(restartCount),
+    [containerTerminationMessagePathAnnotation]: container.terminationMessagePath ?? '/dev/termination-log',
+    [containerTerminationMessagePolicyAnnotation]: container.terminationMessagePolicy ?? 'File',
+    [podTerminationGracePeriodAnnotation]: String(terminationGracePeriodSeconds(pod)),
+  };
+  if (container.ports?.length) annotations[containerPortsAnnotation] = JSON.stringify(container.ports);
+  if (container.lifecycle?.preStop) annotations[containerPreStopHandlerAnnotation] = JSON.stringify(container.lifecycle.preStop);
+  return {
+    metadata: { name: container.name, attempt: restartCount },
+    image: { image: container.image ?? '' },
+    command: (container.command ?? []).map((s) => expandVars(s, env)),
+    args: (container.args ?? []).map((s) => expandVars(s, env)),
+    workingDir: container.workingDir ?? '',
+    envs: [...env].map(([key, value]) => ({ key, value })),
+    mounts: inputs.mounts ?? [],
+    labels: { ...podIdentityLabels(pod), [containerNameLabel]: container.name },
+    annotations,
+    logPath: containerLogPath(container.name, restartCount),
+    stdin: container.stdin ?? false,
+    tty: container.tty ?? false,
+    linux: {
+      resources: containerResources(pod, container, inputs.node?.memoryCapacityBytes ?? BigInt(totalmem())),
+      securityContext: containerSecurityContext(
+        pod,
+        container,
+        inputs.imageUser ?? { username: '' },
+        namespaceOptions(pod),
+        inputs.node?.seccompProfileRoot,
+      ),
+    },
+  };
+}

@@ -1,0 +1,278 @@
+// One pod's worker: serialises its syncs and walks it one way through syncing -> terminating -> terminated.
+import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import { isUnavailable } from '../cri/errors.js';
+import type { Logger } from '../core/log.js';
+import { computePodActions, isNoop, type PodActions } from '../decisions/compute-actions.js';
+import { canonicalJson } from '../core/canonical-json.js';
+import type { RuntimeObserver } from './runtime-observer.js';
+import type { PodRuntimeState } from '../core/runtime-state.js';
+import { podLogDirectory, terminationGracePeriodSeconds } from '../execution/runtime-config.js';
+import { derivePodStatus, type WaitingReason } from '../decisions/status.js';
+import type { StepResult } from '../core/sync-result.js';
+import { collectPodGarbage, crashBackoffKey, executePodActions, recordMountFailures, terminatePod, type SyncDeps } from '../execution/sync-pod.js';
+import { unsupportedPodFields } from '../decisions/unsupported.js';
+import { forbiddenSysctls } from '../decisions/sysctl-admission.js';
+import type { PodProber } from '../prober/manager.js';
+
+export interface PodWorkerDeps extends SyncDeps {
+  observer: RuntimeObserver;
+  runtimeName: () => string;
+  /** How often a pod is synced with nothing to wake it (kubelet's syncFrequency). */
+  resyncIntervalMs: number;
+  /** How soon a failed sync is retried. */
+  errorRetryMs: number;
+  log: Logger;
+  /** Runs the pods' probes; its results decide restarts (liveness, startup) and readiness. */
+  prober: PodProber;
+  /** Receives every status derived for a pod; `final` once its containers are stopped for good (cluster mode writes it to the API). */
+  onStatus?: (pod: V1Pod, status: V1PodStatus, final: boolean) => void;
+  /** Told every change of a pod as `apiPod()` shows it, undefined once its worker is gone (the status socket's watch). */
+  onPodChange?: (uid: string, pod: V1Pod | undefined) => void;
+}
+
+/**
+ * kubelet's podsDifferSemantically: only the spec, labels, annotations and deletion mark make a pod worth a sync. Its
+ * status and resourceVersion change with every status write (echoed back by the watch) and must not wake the worker.
+ */
+export function podsDifferSemantically(a: V1Pod, b: V1Pod): boolean {
+  const semantic = (p: V1Pod) =>
+    canonicalJson({
+      spec: p.spec,
+      labels: p.metadata?.labels ?? {},
+      annotations: p.metadata?.annotations ?? {},
+      deletionTimestamp: p.metadata?.deletionTimestamp,
+      deletionGracePeriodSeconds: p.metadata?.deletionGracePeriodSeconds,
+    });
+  return semantic(a) !== semantic(b);
+}
+
+export type PodLifecycle = 'syncing' | 'terminating' | 'terminated';
+
+/** What a worker knows of a pod it has no spec for (found in the runtime, or removed). */
+export interface PodIdentity {
+  uid: string;
+  name: string;
+  namespace: string;
+  gracePeriodSeconds: number;
+}
+
+export class PodWorker {
+  private lifecycle: PodLifecycle;
+  private status?: V1PodStatus;
+  private readonly reasons = new Map<string, WaitingReason>();
+  private timer?: NodeJS.Timeout;
+  private inFlight?: AbortController;
+  private running = false;
+  private pending = false;
+  private resolveTerminated!: () => void;
+  /** Resolves once the pod is gone from the runtime. */
+  readonly terminated = new Promise<void>((resolve) => (this.resolveTerminated = resolve));
+  private readonly log: Logger;
+  private warnedUnsupported = false;
+  /** Whether a sync has observed the runtime for this pod yet (the first may skip it: see observeNewPod). */
+  private synced = false;
+
+  constructor(
+    private readonly deps: PodWorkerDeps,
+    private pod: V1Pod | undefined,
+    private readonly identity: PodIdentity,
+  ) {
+    this.lifecycle = pod ? 'syncing' : 'terminating';
+    this.log = deps.log.child({ pod: `${identity.namespace}/${identity.name}`, podUid: identity.uid });
+  }
+
+  get uid(): string {
+    return this.identity.uid;
+  }
+
+  get state(): PodLifecycle {
+    return this.lifecycle;
+  }
+
+  /** The pod with its latest derived status; undefined for a pod known only from the runtime. */
+  apiPod(): V1Pod | undefined {
+    return this.pod ? { ...this.pod, status: this.status ?? { phase: 'Pending' } } : undefined;
+  }
+
+  /** A new desired spec for the same UID; the latest one wins. */
+  update(pod: V1Pod): void {
+    if (this.lifecycle !== 'syncing' || this.pod === pod) return;
+    const changed = !this.pod || podsDifferSemantically(this.pod, pod);
+    this.pod = pod;
+    this.deps.onPodChange?.(this.uid, this.apiPod());
+    if (changed) this.wake();
+  }
+
+  /** Starts termination: an in-flight sync is cancelled, then the pod is torn down with the grace period. */
+  terminate(gracePeriodSeconds?: number): void {
+    if (this.lifecycle === 'terminating' && gracePeriodSeconds !== undefined && gracePeriodSeconds < this.identity.gracePeriodSeconds) {
+      // As kubelet's pod workers: the grace period only decreases; a shorter one cancels the stop under way, which
+      // starts again with it.
+      this.identity.gracePeriodSeconds = gracePeriodSeconds;
+      this.inFlight?.abort(new Error('termination grace period shortened'));
+      this.wake();
+      return;
+    }
+    if (this.lifecycle !== 'syncing') return;
+    this.lifecycle = 'terminating';
+    this.deps.prober.removePod(this.uid);
+    if (gracePeriodSeconds !== undefined) this.identity.gracePeriodSeconds = gracePeriodSeconds;
+    else if (this.pod) this.identity.gracePeriodSeconds = terminationGracePeriodSeconds(this.pod);
+    this.inFlight?.abort(new Error('pod is terminating'));
+    this.wake();
+  }
+
+  /** Something may have changed (relist, timer, runtime back): sync soon. */
+  wake(): void {
+    this.pending = true;
+    if (!this.running) void this.loop();
+  }
+
+  /** Stops work without touching the runtime (agent shutdown: pods keep running). */
+  stop(): void {
+    clearTimeout(this.timer);
+    this.inFlight?.abort(new Error('agent is stopping'));
+    this.pending = false;
+    this.deps.prober.removePod(this.uid);
+  }
+
+  private schedule(delayMs: number): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.wake(), Math.max(0, delayMs));
+    this.timer.unref();
+  }
+
+  private async loop(): Promise<void> {
+    this.running = true;
+    while (this.pending && this.lifecycle !== 'terminated') {
+      this.pending = false;
+      const controller = new AbortController();
+      this.inFlight = controller;
+      try {
+        if (this.lifecycle === 'terminating') await this.syncTerminating(controller.signal);
+        else await this.syncPod(controller.signal);
+      } catch (err) {
+        if (!controller.signal.aborted) {
+          // An unreachable runtime is reported once by the relist, not by every pod every retry.
+          if (isUnavailable(err)) this.log.debug({ err }, 'Pod sync waits for the container runtime');
+          else this.log.warn({ err, lifecycle: this.lifecycle }, 'Pod sync failed; will retry');
+          this.schedule(this.deps.errorRetryMs);
+        }
+      } finally {
+        this.inFlight = undefined;
+      }
+    }
+    this.running = false;
+  }
+
+  private async syncTerminating(signal: AbortSignal): Promise<void> {
+    const state = await this.deps.observer.observePod(this.uid, signal);
+    const { name, namespace, uid, gracePeriodSeconds } = this.identity;
+    const logDir = podLogDirectory(this.deps.node.podLogsDir, { metadata: { name, namespace, uid } });
+    await terminatePod(this.deps, this.pod ?? { metadata: { name, namespace, uid } }, state, gracePeriodSeconds, logDir, this.log, signal, this.finalStatusReader(signal));
+    this.deps.crashBackoff.forgetPrefix(`${uid}/`);
+    this.deps.apiObjects?.unregisterPod(uid);
+    this.lifecycle = 'terminated';
+    clearTimeout(this.timer);
+    this.log.info('Pod terminated and removed from the runtime');
+    this.resolveTerminated();
+  }
+
+  private async syncPod(signal: AbortSignal): Promise<void> {
+    const pod = this.pod!;
+    let state = this.synced ? await this.deps.observer.observePod(this.uid, signal) : await this.deps.observer.observeNewPod(this.uid, signal);
+    this.synced = true;
+    const now = this.deps.now();
+    const rejection = unsupportedPodFields(pod, { apiServer: this.deps.apiObjects !== undefined }) ?? forbiddenSysctls(pod);
+    // Its configMaps and secrets are watched while it runs (kubelet's RegisterPod); the same spec again is a no-op.
+    if (!rejection) this.deps.apiObjects?.registerPod(pod);
+    let nextWake = this.deps.resyncIntervalMs;
+    if (rejection) {
+      if (!this.warnedUnsupported) {
+        this.log.warn({ reason: rejection.reason }, rejection.message);
+        this.deps.events.event({ pod }, 'Warning', rejection.reason, rejection.message);
+      }
+      this.warnedUnsupported = true;
+    } else {
+      const actions = computePodActions(pod, state, {
+        now,
+        backoffPolicy: this.deps.crashBackoff.policy,
+        crashBackoff: (name) => this.deps.crashBackoff.get(crashBackoffKey(pod, name)),
+        liveness: (id) => this.deps.prober.result('liveness', id),
+        startup: (id) => this.deps.prober.result('startup', id),
+      });
+      let results: StepResult[] = [];
+      if (!isNoop(actions)) {
+        // As kubelet's SyncPod, the status as observed goes out before the actions run: a slow pull or start shows
+        // ContainerCreating / PodInitializing meanwhile, not a bare Pending.
+        this.setStatus(this.deriveStatus(pod, state));
+        results = await executePodActions(this.deps, pod, actions, state, this.log, signal);
+        const started = results.flatMap((r) => (r.containerId ? [r.containerId] : []));
+        state = await this.deps.observer.observePod(this.uid, signal, started);
+      } else if (state.containers.some((c) => c.state === 'running')) {
+        // downwardAPI, configMap, secret and projected files follow their sources (labels, API objects, token
+        // rotation): every sync refreshes them, as kubelet's remount.
+        await this.deps.volumes.setUp(pod, this.log, signal).catch((err: unknown) => {
+          this.log.warn({ err }, 'Failed to refresh pod volumes');
+          recordMountFailures(this.deps, pod, err);
+        });
+      }
+      this.recordReasons(pod, actions, results);
+      await collectPodGarbage(this.deps, pod, state, this.log, signal);
+      for (const b of actions.containersInBackoff) nextWake = Math.min(nextWake, b.retryAt - now);
+      if (results.some((r) => r.error)) nextWake = Math.min(nextWake, this.deps.errorRetryMs);
+    }
+    // A sync cancelled by termination must not bring back the probe workers termination stopped.
+    if (!signal.aborted && !rejection) this.deps.prober.update(pod, state, () => this.wake());
+    this.setStatus(this.deriveStatus(pod, state, rejection));
+    this.schedule(nextWake);
+  }
+
+  /** kubelet's reason cache: a container's last start failure or back-off, cleared by a successful start. */
+  private recordReasons(pod: V1Pod, actions: PodActions, results: StepResult[]): void {
+    for (const r of results) {
+      if (r.action !== 'StartContainer') continue;
+      if (r.error) this.reasons.set(r.target, { reason: r.error.code, message: r.error.message });
+      else this.reasons.delete(r.target);
+    }
+    const m = pod.metadata ?? {};
+    for (const b of actions.containersInBackoff) {
+      this.deps.events.event({ pod, containerName: b.name }, 'Warning', 'BackOff', `Back-off restarting failed container ${b.name} in pod ${m.name}_${m.namespace}(${m.uid})`);
+      this.reasons.set(b.name, {
+        reason: 'CrashLoopBackOff',
+        message: `back-off ${Math.round(b.durationMs / 1000)}s restarting failed container=${b.name} pod=${m.name}_${m.namespace}(${m.uid})`,
+      });
+    }
+  }
+
+  private deriveStatus(pod: V1Pod, state: PodRuntimeState, rejection?: WaitingReason): V1PodStatus {
+    return derivePodStatus({
+      pod,
+      state,
+      waitingReasons: this.reasons,
+      hostIP: this.deps.hostIP(),
+      runtimeName: this.deps.runtimeName(),
+      previous: this.status,
+      now: new Date(this.deps.now()),
+      rejection,
+      readiness: (id) => this.deps.prober.result('readiness', id),
+      startup: (id) => this.deps.prober.result('startup', id),
+    });
+  }
+
+  /** The final status shows how the containers ended: read after they stopped, before they are removed. */
+  private finalStatusReader(signal: AbortSignal): (() => Promise<void>) | undefined {
+    const pod = this.pod;
+    const onStatus = this.deps.onStatus;
+    if (!pod || !onStatus) return undefined;
+    return async () => onStatus(pod, this.deriveStatus(pod, await this.deps.observer.observePod(this.uid, signal)), true);
+  }
+
+  private setStatus(status: V1PodStatus): void {
+    const before = this.status;
+    this.status = status;
+    this.deps.onPodChange?.(this.uid, this.apiPod());
+    if (this.pod) this.deps.onStatus?.(this.pod, status, false);
+    if (before?.phase !== status.phase) this.log.info({ phase: status.phase, podIP: status.podIP }, 'Pod phase changed');
+  }
+}

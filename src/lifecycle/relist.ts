@@ -1,0 +1,80 @@
+// The pod lifecycle event generator: periodically lists the runtime and reports which pods changed.
+import type { Logger } from '../core/log.js';
+import { podUidLabel } from '../execution/labels.js';
+import type { NodeRuntimeSnapshot, RuntimeObserver } from './runtime-observer.js';
+
+/** Per pod UID, the ids and states of its sandboxes and containers: a change means its worker must look. */
+export function podFingerprints(snapshot: NodeRuntimeSnapshot): Map<string, string> {
+  const parts = new Map<string, string[]>();
+  const add = (uid: string | undefined, part: string) => {
+    if (!uid) return;
+    const list = parts.get(uid) ?? [];
+    list.push(part);
+    parts.set(uid, list);
+  };
+  for (const s of snapshot.sandboxes) add(s.labels[podUidLabel], `s:${s.id}:${s.state}`);
+  for (const c of snapshot.containers) add(c.labels[podUidLabel], `c:${c.id}:${c.state}`);
+  return new Map([...parts].map(([uid, list]) => [uid, list.sort().join(',')]));
+}
+
+/** UIDs whose fingerprint differs between two relists (appeared, changed or vanished). */
+export function changedPods(before: Map<string, string>, after: Map<string, string>): Set<string> {
+  const changed = new Set<string>();
+  for (const [uid, fp] of after) if (before.get(uid) !== fp) changed.add(uid);
+  for (const uid of before.keys()) if (!after.has(uid)) changed.add(uid);
+  return changed;
+}
+
+export interface RelistHandler {
+  onRelist(changed: Set<string>, snapshot: NodeRuntimeSnapshot): void;
+  /** The runtime answered again after failing. */
+  onRuntimeRecovered(): void;
+}
+
+export class Relister {
+  private fingerprints = new Map<string, string>();
+  private healthy: boolean | undefined;
+
+  constructor(
+    private readonly observer: RuntimeObserver,
+    private readonly periodMs: number,
+    private readonly handler: RelistHandler,
+    private readonly log: Logger,
+  ) {}
+
+  /** True once a relist succeeded and the latest did too. */
+  get runtimeHealthy(): boolean {
+    return this.healthy === true;
+  }
+
+  async relist(signal?: AbortSignal): Promise<void> {
+    let snapshot: NodeRuntimeSnapshot;
+    try {
+      snapshot = await this.observer.snapshot(signal);
+    } catch (err) {
+      if (signal?.aborted) return;
+      if (this.healthy !== false) this.log.error({ err }, 'Container runtime is not responding; will keep retrying');
+      this.healthy = false;
+      return;
+    }
+    const recovered = this.healthy === false;
+    this.healthy = true;
+    if (recovered) this.log.info('Container runtime is responding again');
+    const next = podFingerprints(snapshot);
+    const changed = changedPods(this.fingerprints, next);
+    this.fingerprints = next;
+    this.observer.prune(snapshot);
+    this.handler.onRelist(changed, snapshot);
+    if (recovered) this.handler.onRuntimeRecovered();
+  }
+
+  async run(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      await this.relist(signal);
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, this.periodMs);
+        signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+      });
+    }
+  }
+}

@@ -1,0 +1,233 @@
+// Status derivation: phase, conditions, container states and reasons, as kubelet reports them.
+import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import type { ContainerObservation, PodRuntimeState } from '../../../src/core/runtime-state.js';
+import type { ProbeResult } from '../../../src/core/probe-results.js';
+import { derivePodStatus, podPhase, type StatusInput, type WaitingReason } from '../../../src/decisions/status.js';
+
+const t0 = Date.parse('2026-11-22T10:00:00Z');
+
+function pod(restartPolicy = 'Always'): V1Pod {
+  return {
+    metadata: { name: 'web', namespace: 'default', uid: 'u1' },
+    spec: { restartPolicy, containers: [{ name: 'app', image: 'img:1' }, { name: 'side', image: 'img:1' }] },
+  };
+}
+
+function c(name: string, state: ContainerObservation['state'], extra: Partial<ContainerObservation> = {}): ContainerObservation {
+  return {
+    id: `${name}-id`, sandboxId: 'sb', name, attempt: 0, restartCount: 0, hash: '', state, createdAt: t0,
+    startedAt: t0 + 1000, image: 'img:1', imageRef: 'localhost/img@sha256:aa', ...extra,
+  };
+}
+
+function input(p: V1Pod, containers: ContainerObservation[], extra: Partial<StatusInput> = {}): StatusInput {
+  const state: PodRuntimeState = {
+    uid: 'u1',
+    sandboxes: [{ id: 'sb', attempt: 0, ready: true, createdAt: t0, ips: ['10.99.0.7'] }],
+    containers,
+  };
+  return { pod: p, state, waitingReasons: new Map(), hostIP: '192.0.2.2', runtimeName: 'containerd', now: new Date(t0 + 5000), ...extra };
+}
+
+const cond = (s: V1PodStatus, type: string) => s.conditions!.find((x) => x.type === type)!;
+
+describe('derivePodStatus', () => {
+  test('all running: Running, Ready, IPs and container details', () => {
+    const s = derivePodStatus(input(pod(), [c('app', 'running'), c('side', 'running')]));
+    expect(s.phase).toBe('Running');
+    expect(s.podIP).toBe('10.99.0.7');
+    expect(s.podIPs).toEqual([{ ip: '10.99.0.7' }]);
+    expect(s.hostIP).toBe('192.0.2.2');
+    expect(cond(s, 'Ready').status).toBe('True');
+    expect(cond(s, 'ContainersReady').status).toBe('True');
+    expect(cond(s, 'Initialized').status).toBe('True');
+    expect(cond(s, 'PodScheduled').status).toBe('True');
+    const app = s.containerStatuses![0]!;
+    expect(app).toMatchObject({ name: 'app', ready: true, started: true, restartCount: 0, containerID: 'containerd://app-id', imageID: 'localhost/img@sha256:aa' });
+    expect(app.state!.running!.startedAt).toEqual(new Date(t0 + 1000));
+  });
+
+  test('nothing created yet: Pending with ContainerCreating, not ready with the unready names', () => {
+    const s = derivePodStatus(input(pod(), []));
+    expect(s.phase).toBe('Pending');
+    expect(s.containerStatuses![0]!.state).toEqual({ waiting: { reason: 'ContainerCreating' } });
+    expect(cond(s, 'Ready')).toMatchObject({ status: 'False', reason: 'ContainersNotReady', message: 'containers with unready status: [app side]' });
+  });
+
+  test('crash loop: Waiting CrashLoopBackOff with the last termination, phase Running', () => {
+    const reasons = new Map<string, WaitingReason>([['app', { reason: 'CrashLoopBackOff', message: 'back-off 10s restarting failed container=app pod=web_default(u1)' }]]);
+    const s = derivePodStatus(
+      input(pod(), [c('app', 'exited', { exitCode: 1, finishedAt: t0 + 2000, restartCount: 1 }), c('side', 'running')], { waitingReasons: reasons }),
+    );
+    const app = s.containerStatuses![0]!;
+    expect(app.state!.waiting).toEqual({ reason: 'CrashLoopBackOff', message: 'back-off 10s restarting failed container=app pod=web_default(u1)' });
+    expect(app.lastState!.terminated).toMatchObject({ exitCode: 1, reason: 'Error', containerID: 'containerd://app-id' });
+    expect(app.restartCount).toBe(1);
+    expect(s.phase).toBe('Running');
+  });
+
+  test('Never and one container exits 3: Failed, terminated with exit code and Error reason, Ready PodCompleted', () => {
+    const s = derivePodStatus(
+      input(pod('Never'), [c('app', 'exited', { exitCode: 3, finishedAt: t0 + 2000 }), c('side', 'exited', { exitCode: 0, finishedAt: t0 + 2000 })]),
+    );
+    expect(s.phase).toBe('Failed');
+    expect(s.containerStatuses![0]!.state!.terminated).toMatchObject({ exitCode: 3, reason: 'Error' });
+    expect(s.containerStatuses![1]!.state!.terminated).toMatchObject({ exitCode: 0, reason: 'Completed' });
+    expect(cond(s, 'Ready')).toMatchObject({ status: 'False', reason: 'PodCompleted' });
+  });
+
+  test('all succeeded under OnFailure: Succeeded', () => {
+    const s = derivePodStatus(input(pod('OnFailure'), [c('app', 'exited', { exitCode: 0 }), c('side', 'exited', { exitCode: 0 })]));
+    expect(s.phase).toBe('Succeeded');
+  });
+
+  test('a terminal phase is never left, and the IP stays reported after the sandbox is gone', () => {
+    const first = derivePodStatus(input(pod('Never'), [c('app', 'exited', { exitCode: 3 }), c('side', 'exited', { exitCode: 0 })]));
+    const next = input(pod('Never'), [], { previous: first });
+    next.state.sandboxes = [];
+    const s = derivePodStatus(next);
+    expect(s.phase).toBe('Failed');
+    expect(s.podIP).toBe('10.99.0.7');
+  });
+
+  test('transition times are kept while a condition does not change, and startTime is sticky', () => {
+    const first = derivePodStatus(input(pod(), [c('app', 'running'), c('side', 'running')]));
+    const later = derivePodStatus(input(pod(), [c('app', 'running'), c('side', 'running')], { previous: first, now: new Date(t0 + 60_000) }));
+    expect(cond(later, 'Ready').lastTransitionTime).toEqual(cond(first, 'Ready').lastTransitionTime);
+    expect(later.startTime).toEqual(first.startTime);
+    const broken = derivePodStatus(input(pod(), [c('app', 'exited', { exitCode: 1 }), c('side', 'running')], { previous: later, now: new Date(t0 + 90_000) }));
+    expect(cond(broken, 'Ready').lastTransitionTime).toEqual(new Date(t0 + 90_000));
+  });
+
+  test('image pull failure shows as the waiting reason of a container not yet created', () => {
+    const reasons = new Map<string, WaitingReason>([['side', { reason: 'ErrImagePull', message: 'not found' }]]);
+    const s = derivePodStatus(input(pod(), [c('app', 'running')], { waitingReasons: reasons }));
+    expect(s.containerStatuses![1]!.state).toEqual({ waiting: { reason: 'ErrImagePull', message: 'not found' } });
+    expect(s.phase).toBe('Pending');
+  });
+
+  test('host network pods report the node IP as pod IP', () => {
+    const p = pod();
+    p.spec!.hostNetwork = true;
+    const i = input(p, [c('app', 'running'), c('side', 'running')]);
+    i.state.sandboxes[0]!.ips = [];
+    expect(derivePodStatus(i).podIP).toBe('192.0.2.2');
+  });
+
+  test('a refused pod is Failed with the reason', () => {
+    const s = derivePodStatus(input(pod(), [], { rejection: { reason: 'UnsupportedPodSpec', message: 'uses spec.volumes' } }));
+    expect(s).toMatchObject({ phase: 'Failed', reason: 'UnsupportedPodSpec', message: 'uses spec.volumes' });
+  });
+});
+
+describe('podPhase', () => {
+  test('Always with everything stopped is Running (restarting)', () => {
+    expect(podPhase(pod(), [], [{ name: 'app', ready: false, restartCount: 1, image: '', imageID: '', state: { terminated: { exitCode: 1 } } }])).toBe('Running');
+  });
+});
+
+describe('init containers', () => {
+  function initPod(restartPolicy = 'Always', sidecar = false): V1Pod {
+    const p = pod(restartPolicy);
+    p.spec!.initContainers = [
+      { name: 'setup', image: 'img:1', ...(sidecar ? { restartPolicy: 'Always' } : {}) },
+      { name: 'migrate', image: 'img:1' },
+    ];
+    return p;
+  }
+
+  test('before any container: Pending, PodInitializing everywhere, Initialized False naming both', () => {
+    const s = derivePodStatus(input(initPod(), []));
+    expect(s.phase).toBe('Pending');
+    expect(s.initContainerStatuses!.map((c) => c.state!.waiting!.reason)).toEqual(['PodInitializing', 'PodInitializing']);
+    expect(s.containerStatuses!.map((c) => c.state!.waiting!.reason)).toEqual(['PodInitializing', 'PodInitializing']);
+    expect(cond(s, 'Initialized')).toMatchObject({ status: 'False', reason: 'ContainersNotInitialized', message: 'containers with incomplete status: [setup migrate]' });
+  });
+
+  test('first init container done, second running: still Pending, the first is ready', () => {
+    const s = derivePodStatus(input(initPod(), [c('migrate', 'running'), c('setup', 'exited', { exitCode: 0 })]));
+    expect(s.phase).toBe('Pending');
+    expect(s.initContainerStatuses![0]).toMatchObject({ name: 'setup', ready: true });
+    expect(s.initContainerStatuses![0]!.state!.terminated).toMatchObject({ exitCode: 0, reason: 'Completed' });
+    expect(s.initContainerStatuses![1]).toMatchObject({ name: 'migrate', ready: false });
+    expect(cond(s, 'Initialized').message).toBe('containers with incomplete status: [migrate]');
+  });
+
+  test('all init containers done, app running: Running and Initialized', () => {
+    const s = derivePodStatus(input(initPod(), [c('app', 'running'), c('side', 'running'), c('migrate', 'exited', { exitCode: 0 }), c('setup', 'exited', { exitCode: 0 })]));
+    expect(s.phase).toBe('Running');
+    expect(cond(s, 'Initialized').status).toBe('True');
+    expect(cond(s, 'Ready').status).toBe('True');
+  });
+
+  test('a failed init container under Never makes the pod Failed', () => {
+    const s = derivePodStatus(input(initPod('Never'), [c('setup', 'exited', { exitCode: 4 })]));
+    expect(s.phase).toBe('Failed');
+    expect(s.initContainerStatuses![0]!.state!.terminated).toMatchObject({ exitCode: 4, reason: 'Error' });
+  });
+
+  test('a failing init container in crash-loop back-off under Always keeps the pod Pending', () => {
+    const reasons = new Map<string, WaitingReason>([['setup', { reason: 'CrashLoopBackOff', message: 'back-off 10s' }]]);
+    const s = derivePodStatus(input(initPod(), [c('setup', 'exited', { exitCode: 1 })], { waitingReasons: reasons }));
+    expect(s.initContainerStatuses![0]!.state!.waiting!.reason).toBe('CrashLoopBackOff');
+    expect(s.phase).toBe('Pending');
+  });
+
+  test('a running sidecar counts as initialized, and its readiness joins ContainersReady', () => {
+    const s = derivePodStatus(input(initPod('Always', true), [c('migrate', 'running'), c('setup', 'running')]));
+    expect(s.initContainerStatuses![0]).toMatchObject({ name: 'setup', ready: true, started: true });
+    expect(cond(s, 'Initialized').message).toBe('containers with incomplete status: [migrate]');
+    expect(cond(s, 'ContainersReady').message).toBe('containers with unready status: [app side]');
+  });
+});
+
+describe('probe results in container status', () => {
+  const probe = { exec: { command: ['true'] } };
+  function probed(extra: { readiness?: boolean; startup?: boolean } = {}): V1Pod {
+    const p = pod();
+    const app = p.spec!.containers[0]!;
+    if (extra.readiness !== false) app.readinessProbe = probe;
+    if (extra.startup) app.startupProbe = probe;
+    return p;
+  }
+  const lookup = (results: Record<string, ProbeResult>) => (id: string) => results[id];
+  const running = () => [c('app', 'running'), c('side', 'running')];
+
+  test('with a readiness probe a running container is not ready until it succeeds; Ready and ContainersReady follow', () => {
+    const before = derivePodStatus(input(probed(), running(), { readiness: lookup({ 'app-id': 'failure' }) }));
+    expect(before.containerStatuses![0]).toMatchObject({ ready: false, started: true });
+    expect(before.containerStatuses![1]).toMatchObject({ ready: true, started: true });
+    expect(cond(before, 'ContainersReady')).toMatchObject({ status: 'False', reason: 'ContainersNotReady', message: 'containers with unready status: [app]' });
+    expect(cond(before, 'Ready').status).toBe('False');
+    expect(before.phase).toBe('Running');
+
+    const noResult = derivePodStatus(input(probed(), running(), { readiness: lookup({}) }));
+    expect(noResult.containerStatuses![0]!.ready).toBe(false);
+
+    const after = derivePodStatus(input(probed(), running(), { readiness: lookup({ 'app-id': 'success' }), previous: before, now: new Date(t0 + 9_000) }));
+    expect(after.containerStatuses![0]!.ready).toBe(true);
+    expect(cond(after, 'Ready')).toMatchObject({ status: 'True', lastTransitionTime: new Date(t0 + 9_000) });
+    expect(cond(after, 'ContainersReady').status).toBe('True');
+  });
+
+  test('a startup probe: not started (and so not ready) until it succeeds, whatever readiness says', () => {
+    const p = probed({ startup: true });
+    const starting = derivePodStatus(input(p, running(), { startup: lookup({ 'app-id': 'unknown' }), readiness: lookup({ 'app-id': 'success' }) }));
+    expect(starting.containerStatuses![0]).toMatchObject({ started: false, ready: false });
+    const started = derivePodStatus(input(p, running(), { startup: lookup({ 'app-id': 'success' }), readiness: lookup({ 'app-id': 'success' }) }));
+    expect(started.containerStatuses![0]).toMatchObject({ started: true, ready: true });
+    const noReadiness = derivePodStatus(input(probed({ startup: true, readiness: false }), running(), { startup: lookup({ 'app-id': 'success' }) }));
+    expect(noReadiness.containerStatuses![0]).toMatchObject({ started: true, ready: true });
+  });
+
+  test('results of an older container instance do not count for the new one', () => {
+    const s = derivePodStatus(input(probed(), [c('app', 'running', { id: 'app-2' }), c('side', 'running')], { readiness: lookup({ 'app-id': 'success' }) }));
+    expect(s.containerStatuses![0]!.ready).toBe(false);
+  });
+
+  test('a container killed by a failed liveness probe shows the runtime\'s termination as lastState (Error, 137)', () => {
+    const killed = c('app', 'exited', { id: 'app-1', exitCode: 137, reason: 'Error', finishedAt: t0 + 3_000 });
+    const s = derivePodStatus(input(pod(), [c('app', 'running', { id: 'app-2', restartCount: 1, createdAt: t0 + 3_500 }), killed, c('side', 'running')]));
+    expect(s.containerStatuses![0]).toMatchObject({ restartCount: 1, ready: true, lastState: { terminated: { exitCode: 137, reason: 'Error' } } });
+  });
+});

@@ -1,0 +1,40 @@
+// Fields that read API objects: accepted with an API server, refused standalone with a message that says to use --kubeconfig.
+import type { V1Pod } from '@kubernetes/client-node';
+import { unsupportedPodFields } from '../../../src/decisions/unsupported.js';
+
+const pod: V1Pod = {
+  metadata: { name: 'p', namespace: 'default', uid: 'u' },
+  spec: {
+    volumes: [{ name: 'cfg', configMap: { name: 'c' } }, { name: 'tok', projected: { sources: [{ serviceAccountToken: { path: 't' } }] } }],
+    containers: [
+      {
+        name: 'app',
+        envFrom: [{ secretRef: { name: 's' } }],
+        env: [{ name: 'A', valueFrom: { configMapKeyRef: { name: 'c', key: 'a' } } }],
+      },
+    ],
+  },
+};
+
+test('with an API server the pod is accepted', () => {
+  expect(unsupportedPodFields(pod, { apiServer: true })).toBeUndefined();
+});
+
+test('standalone, the pod is refused naming every such field', () => {
+  expect(unsupportedPodFields(pod)).toEqual({
+    reason: 'UnsupportedPodSpec',
+    message:
+      'Pod default/p uses fields that need an API server (nodelet runs standalone; start it with --kubeconfig): ' +
+      'spec.volumes[0].configMap, spec.volumes[1].projected, spec.containers[0].envFrom, spec.containers[0].env[0].valueFrom.configMapKeyRef',
+  });
+});
+
+test('both kinds of refusal are named', () => {
+  const grpc: V1Pod = { ...pod, spec: { ...pod.spec!, containers: [{ ...pod.spec!.containers[0]!, livenessProbe: { grpc: { port: 1 } } }] } };
+  expect(unsupportedPodFields(grpc)?.message).toBe(
+    'Pod default/p uses fields nodelet does not support yet: spec.containers[0].livenessProbe.grpc; and uses fields that need an API server ' +
+      '(nodelet runs standalone; start it with --kubeconfig): spec.volumes[0].configMap, spec.volumes[1].projected, spec.containers[0].envFrom, ' +
+      'spec.containers[0].env[0].valueFrom.configMapKeyRef',
+  );
+  expect(unsupportedPodFields(grpc, { apiServer: true })?.message).toBe('Pod default/p uses fields nodelet does not support yet: spec.containers[0].livenessProbe.grpc');
+});

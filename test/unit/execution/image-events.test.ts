@@ -1,0 +1,94 @@
+// The image manager's events, in kubelet's words: already present, Never without the image, Pulling/Pulled with
+// durations and size, Failed then a Normal BackOff; and Go's duration format the Pulled message uses.
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import type { EventRecorder, EventType, PodEventRef } from '../../../src/core/events.js';
+import type { Image, ImageService, PodSandboxConfig } from '../../../src/cri/types.js';
+import { Backoff } from '../../../src/decisions/backoff.js';
+import { goDuration, ImageManager } from '../../../src/execution/images.js';
+import { recordingLogger } from '../prober/fake-log.js';
+
+class RecordedEvents implements EventRecorder {
+  readonly events: { container?: string; type: EventType; reason: string; message: string }[] = [];
+  event(ref: PodEventRef, type: EventType, reason: string, message: string): void {
+    this.events.push({ ...(ref.containerName ? { container: ref.containerName } : {}), type, reason, message });
+  }
+  nodeEvent(): void {}
+}
+
+const pod: V1Pod = { metadata: { name: 'web', namespace: 'ns1', uid: 'uid-1' }, spec: { containers: [{ name: 'app' }] } };
+const sandbox = {} as PodSandboxConfig;
+
+function setup(images: Partial<ImageService>) {
+  let now = 1_000_000;
+  const events = new RecordedEvents();
+  const manager = new ImageManager(images as ImageService, new Backoff(), () => now, events);
+  const { log } = recordingLogger();
+  const ensure = (container: V1Container) => manager.ensureImage(pod, container, sandbox, log);
+  return { events, ensure, advance: (ms: number) => (now += ms) };
+}
+
+const busybox: Image = { id: 'sha256:abc', repoTags: ['busybox:1.35'], repoDigests: [], size: 1_234_567, username: '' };
+
+describe('image manager events', () => {
+  test('an image present on the node', async () => {
+    const { events, ensure } = setup({ imageStatus: async () => busybox });
+    await ensure({ name: 'app', image: 'busybox:1.35' });
+    expect(events.events).toEqual([{ container: 'app', type: 'Normal', reason: 'Pulled', message: 'Container image "busybox:1.35" already present on machine' }]);
+  });
+
+  test('pull policy Never without the image', async () => {
+    const { events, ensure } = setup({ imageStatus: async () => undefined });
+    await expect(ensure({ name: 'app', image: 'busybox:1.35', imagePullPolicy: 'Never' })).rejects.toMatchObject({ code: 'ErrImageNeverPull' });
+    expect(events.events).toEqual([
+      { container: 'app', type: 'Warning', reason: 'ErrImageNeverPull', message: 'Container image "busybox:1.35" is not present with pull policy of Never' },
+    ]);
+  });
+
+  test('a pull: Pulling, then Pulled with its duration and the image size', async () => {
+    let advance!: (ms: number) => void;
+    const { events, ensure, advance: adv } = setup({
+      imageStatus: async () => busybox,
+      pullImage: async () => {
+        advance(1_234);
+        return 'sha256:abc';
+      },
+    });
+    advance = adv;
+    await ensure({ name: 'app', image: 'busybox:1.35', imagePullPolicy: 'Always' });
+    expect(events.events).toEqual([
+      { container: 'app', type: 'Normal', reason: 'Pulling', message: 'Pulling image "busybox:1.35"' },
+      { container: 'app', type: 'Normal', reason: 'Pulled', message: 'Successfully pulled image "busybox:1.35" in 1.234s (1.234s including waiting). Image size: 1234567 bytes.' },
+    ]);
+  });
+
+  test('a failed pull, then the back-off', async () => {
+    const { events, ensure } = setup({
+      imageStatus: async () => undefined,
+      pullImage: async () => {
+        throw new Error('rpc error: code = NotFound desc = failed to resolve reference "nope:1"');
+      },
+    });
+    await expect(ensure({ name: 'app', image: 'nope:1' })).rejects.toMatchObject({ code: 'ErrImagePull' });
+    await expect(ensure({ name: 'app', image: 'nope:1' })).rejects.toMatchObject({ code: 'ImagePullBackOff' });
+    expect(events.events).toEqual([
+      { container: 'app', type: 'Normal', reason: 'Pulling', message: 'Pulling image "nope:1"' },
+      { container: 'app', type: 'Warning', reason: 'Failed', message: 'Failed to pull image "nope:1": rpc error: code = NotFound desc = failed to resolve reference "nope:1"' },
+      { container: 'app', type: 'Normal', reason: 'BackOff', message: 'Back-off pulling image "nope:1"' },
+    ]);
+  });
+});
+
+test.each([
+  [0, '0s'],
+  [7, '7ms'],
+  [999, '999ms'],
+  [1_000, '1s'],
+  [1_234, '1.234s'],
+  [1_500, '1.5s'],
+  [60_000, '1m0s'],
+  [123_456, '2m3.456s'],
+  [3_600_000, '1h0m0s'],
+  [3_723_400, '1h2m3.4s'],
+])('goDuration(%d ms) is %s', (ms, text) => {
+  expect(goDuration(ms)).toBe(text);
+});

@@ -1,0 +1,145 @@
+// Cluster mode's pod config: both sources before cleanup, admission in creation order, deletion grace, final deletion after the runtime is clear.
+import { pino } from 'pino';
+import type { V1Node, V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import { PodConfig, deletionGracePeriodSeconds, type PodConfigOptions } from '../../../src/podconfig/pod-config.js';
+import type { NodeRuntimeSnapshot } from '../../../src/lifecycle/runtime-observer.js';
+
+const node: V1Node = { metadata: { name: 'n1', labels: {} }, status: { allocatable: { cpu: '1', memory: '1Gi', pods: '110' } } };
+
+const pod = (name: string, created: string, cpu?: string, meta: Partial<NonNullable<V1Pod['metadata']>> = {}, status?: V1PodStatus): V1Pod => ({
+  metadata: { name, namespace: 'default', uid: `uid-${name}`, creationTimestamp: new Date(created), ...meta },
+  spec: { nodeName: 'n1', containers: [{ name: 'c', image: 'busybox', ...(cpu ? { resources: { requests: { cpu } } } : {}) }] },
+  ...(status ? { status } : {}),
+});
+const staticPod = (name: string) => pod(name, '2025-01-01T00:00:00Z', undefined, { annotations: { 'kubernetes.io/config.source': 'file', 'kubernetes.io/config.hash': 'h' } });
+
+function setup(sources: ('file' | 'api')[] = ['file', 'api']) {
+  const desired: { names: string[]; ready: boolean }[] = [];
+  const terminated: [string, number][] = [];
+  const statuses: [string, V1PodStatus][] = [];
+  const finished: string[] = [];
+  const known = new Set<string>();
+  const mirrors: [string[], string[]][] = [];
+  const events: string[] = [];
+  const config = new PodConfig({
+    sources,
+    events: { event: (_ref: unknown, _type: string, reason: string) => void events.push(reason) } as unknown as PodConfigOptions['events'],
+    node: () => node,
+    log: pino({ level: 'silent' }),
+    workers: {
+      setDesiredPods: (pods, ready) => desired.push({ names: pods.map((p) => p.metadata!.name!), ready }),
+      terminatePod: (uid, grace) => terminated.push([uid, grace]),
+      isKnown: (uid) => known.has(uid),
+    },
+    status: {
+      setApiPods: () => undefined,
+      setStatus: (p, s) => statuses.push([p.metadata!.name!, s]),
+      podTerminated: (p) => finished.push(p.metadata!.name!),
+      forget: () => undefined,
+    },
+    mirrors: { sync: (s, m) => mirrors.push([s.map((p) => p.metadata!.name!), m.map((p) => p.metadata!.name!)]) },
+  });
+  return { config, desired, terminated, statuses, finished, known, mirrors, events };
+}
+
+const snapshot = (uids: string[]): NodeRuntimeSnapshot =>
+  ({ sandboxes: uids.map((uid) => ({ id: `sb-${uid}`, labels: { 'io.kubernetes.pod.uid': uid } })), containers: [] }) as unknown as NodeRuntimeSnapshot;
+
+describe('PodConfig', () => {
+  it('runs static pods at once but declares the desired set complete only when both sources have spoken', () => {
+    const t = setup();
+    t.config.setStaticPods([staticPod('etcd-n1')]);
+    expect(t.desired.at(-1)).toEqual({ names: ['etcd-n1'], ready: false });
+    expect(t.mirrors).toEqual([]);
+    t.config.setApiPods([pod('web', '2025-01-01T00:00:01Z')], []);
+    expect(t.desired.at(-1)).toEqual({ names: ['etcd-n1', 'web'], ready: true });
+    expect(t.mirrors).toEqual([[['etcd-n1'], []]]);
+  });
+
+  it('admits new pods in creation order against the admitted ones and rejects what does not fit', () => {
+    const t = setup(['api']);
+    t.config.setApiPods([pod('late', '2025-01-01T00:00:02Z', '600m'), pod('early', '2025-01-01T00:00:01Z', '600m')], []);
+    expect(t.desired.at(-1)!.names).toEqual(['early']);
+    expect(t.statuses).toHaveLength(1);
+    expect(t.events).toEqual(['OutOfcpu']);
+    const [name, status] = t.statuses[0]!;
+    expect(name).toBe('late');
+    expect(status).toMatchObject({
+      phase: 'Failed',
+      reason: 'OutOfcpu',
+      message: "Pod was rejected: Node didn't have enough resource: cpu, requested: 600, used: 600, capacity: 1000",
+    });
+    // A rejected pod stays rejected, an admitted one admitted, whatever comes later.
+    t.config.setApiPods([pod('late', '2025-01-01T00:00:02Z', '600m'), pod('early', '2025-01-01T00:00:01Z', '600m')], []);
+    expect(t.statuses).toHaveLength(1);
+    expect(t.desired.at(-1)!.names).toEqual(['early']);
+  });
+
+  it('counts a pod being deleted against new pods until its worker has stopped it (kubelet: filterOutInactivePods)', () => {
+    const t = setup(['api']);
+    const old = pod('old', '2025-01-01T00:00:01Z', '600m');
+    t.config.setApiPods([old], []);
+    t.known.add('uid-old');
+    const deleting = { ...old, metadata: { ...old.metadata, deletionTimestamp: new Date() } };
+    t.config.setApiPods([deleting, pod('new', '2025-01-01T00:00:02Z', '600m')], []);
+    expect(t.events).toEqual(['OutOfcpu']);
+    t.known.delete('uid-old');
+    t.config.setApiPods([deleting, pod('newer', '2025-01-01T00:00:03Z', '600m')], []);
+    expect(t.desired.at(-1)!.names).toEqual(['newer']);
+  });
+
+  it('does not run pods the API reports terminal, nor mirror pods', () => {
+    const t = setup(['api']);
+    t.config.setApiPods([pod('done', '2025-01-01T00:00:01Z', undefined, {}, { phase: 'Succeeded' })], [pod('static-n1', '2025-01-01T00:00:01Z')]);
+    expect(t.desired.at(-1)!.names).toEqual([]);
+  });
+
+  it('terminates a pod marked for deletion with min(pod grace, deletion grace) and finishes it once gone from the node', () => {
+    const t = setup(['api']);
+    const web = pod('web', '2025-01-01T00:00:01Z');
+    web.spec!.terminationGracePeriodSeconds = 5;
+    t.config.setApiPods([web], []);
+    t.known.add('uid-web');
+    const deleting = { ...web, metadata: { ...web.metadata, deletionTimestamp: new Date(), deletionGracePeriodSeconds: 30 } };
+    t.config.setApiPods([deleting], []);
+    expect(t.terminated).toEqual([['uid-web', 5]]);
+    expect(t.desired.at(-1)!.names).toEqual([]);
+    t.config.onRelist(snapshot(['uid-web']));
+    expect(t.finished).toEqual([]);
+    t.known.delete('uid-web');
+    t.config.onRelist(snapshot(['uid-web']));
+    expect(t.finished).toEqual([]);
+    t.config.onRelist(snapshot([]));
+    t.config.onRelist(snapshot([]));
+    expect(t.finished).toEqual(['web']);
+  });
+
+  it('passes a shorter grace period of a second DELETE to the worker, never a longer one', () => {
+    const t = setup(['api']);
+    const web = pod('web', '2025-01-01T00:00:01Z');
+    t.config.setApiPods([web], []);
+    const deleted = (grace: number) => ({ ...web, metadata: { ...web.metadata, deletionTimestamp: new Date(), deletionGracePeriodSeconds: grace } });
+    t.config.setApiPods([deleted(20)], []);
+    t.config.setApiPods([deleted(20)], []);
+    t.config.setApiPods([deleted(1)], []);
+    t.config.setApiPods([deleted(10)], []);
+    expect(t.terminated).toEqual([
+      ['uid-web', 20],
+      ['uid-web', 1],
+    ]);
+  });
+
+  it('finishes a pod deleted while the agent was down once a relist shows nothing of it', () => {
+    const t = setup(['api']);
+    t.config.onRelist(snapshot([]));
+    t.config.setApiPods([pod('gone', '2025-01-01T00:00:01Z', undefined, { deletionTimestamp: new Date() })], []);
+    expect(t.finished).toEqual([]);
+    t.config.onRelist(snapshot([]));
+    expect(t.finished).toEqual(['gone']);
+  });
+
+  it('computes the deletion grace period', () => {
+    expect(deletionGracePeriodSeconds(pod('a', '2025-01-01T00:00:00Z'))).toBe(30);
+    expect(deletionGracePeriodSeconds(pod('a', '2025-01-01T00:00:00Z', undefined, { deletionGracePeriodSeconds: 0 }))).toBe(0);
+  });
+});
