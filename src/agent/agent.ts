@@ -22,35 +22,10 @@ import { Relister } from '../lifecycle/relist.js';
 import { RuntimeObserver } from '../lifecycle/runtime-observer.js';
 import { ProbeManager } from '../prober/manager.js';
 import { StatusApi } from './status-api.js';
-import type { KubeletConfiguration } from './kubelet-config.js';
-import { nodeAllocatable } from '../host/allocatable.js';
+import type { AgentConfig } from './agent-config.js';
+import { nodeAllocatable, nodeCapacity } from '../host/allocatable.js';
+import { readMachineInfo } from '../host/machine-info.js';
 import { PodVolumeManager } from '../volume/pod-volumes.js';
-
-export interface AgentConfig {
-  /** kubeconfig of the API server (cluster mode); '' runs standalone. */
-  kubeconfig: string;
-  /** KubeletConfiguration file (--config); '' for none. */
-  configFile: string;
-  podManifestPath: string;
-  runtimeEndpoint: string;
-  rootDir: string;
-  hostnameOverride: string;
-  nodeIP: string;
-  podCIDR: string;
-  cniConfDir: string;
-  cniBinDirs: string[];
-  cniCacheDir: string;
-  cniSocket: string;
-  /** The nodelet-spawn helper's path; '' starts programs with child_process. */
-  spawnHelper: string;
-  podLogsDir: string;
-  runtimeRequestTimeoutMs: number;
-  syncFrequencyMs: number;
-  fileCheckFrequencyMs: number;
-  relistPeriodMs: number;
-  /** The KubeletConfiguration in effect: --config over kubelet's defaults, command-line flags over both. */
-  kubelet: KubeletConfiguration;
-}
 
 /** A configuration the agent cannot start with; the message names the setting. */
 export class AgentConfigError extends Error {}
@@ -114,14 +89,17 @@ export class Agent {
     );
 
     const runtime = new CriClient(config.runtimeEndpoint, { requestTimeoutMs: config.runtimeRequestTimeoutMs });
+    // kubelet's allocatable of this machine under the configured reservations (the Node's status follows the same
+    // rules): what pods read of the node, and what admission counts until the Node is registered.
+    const allocatable = async () => nodeAllocatable(nodeCapacity(await readMachineInfo(config.rootDir), config.kubelet.maxPods), config.kubelet);
     // Cluster mode's modules load only with --kubeconfig: standalone keeps their memory.
     const cluster = config.kubeconfig
-      ? await (await import('./cluster-mode.js')).ClusterMode.create({ config, nodeName: node, nodeIP, runtime, podNetwork, log })
+      ? await (await import('./cluster-mode.js')).ClusterMode.create({ config, nodeName: node, nodeIP, runtime, podNetwork, allocatable, log })
       : undefined;
     const podCgroups = await PodCgroupManager.detect();
     let runtimeName = 'containerd';
     const observer = new RuntimeObserver(runtime, podNetwork);
-    const volumes = new PodVolumeManager(config.rootDir, () => nodeAllocatable(config.rootDir), cluster?.objects);
+    const volumes = new PodVolumeManager(config.rootDir, allocatable, cluster?.objects);
     // Events go to the API server in cluster mode; standalone, as kubelet without an API client, only to the log.
     const events = cluster?.events ?? new LogEventRecorder(log, node);
     // Before the workers: they tell it every change of their pods, for the status socket's watch.

@@ -1,7 +1,7 @@
 // Cluster mode (--kubeconfig): the API server connection and the controllers that work with it, beside the pod workers.
 // Controllers that talk to the API server start in ClusterMode.run.
 import type { V1Node, V1Pod, V1PodStatus } from '@kubernetes/client-node';
-import type { AgentConfig } from './agent.js';
+import type { AgentConfig } from './agent-config.js';
 import type { PodNetwork } from '../cni/pod-network.js';
 import type { CriClient } from '../cri/client.js';
 import { NodeHeartbeats } from './node-heartbeats.js';
@@ -12,7 +12,7 @@ import { MirrorPodManager } from '../controllers/mirror-pods.js';
 import { ClusterObjectSource } from '../controllers/object-managers.js';
 import { Reflector } from '../kubeapi/reflector.js';
 import { StatusManager } from '../controllers/status-manager.js';
-import { nodeAllocatable } from '../host/allocatable.js';
+import { formatResourceList, type NodeResources } from '../host/allocatable.js';
 import type { Logger } from '../core/log.js';
 import type { PodWorkers } from '../lifecycle/pod-workers.js';
 import type { NodeRuntimeSnapshot } from '../lifecycle/runtime-observer.js';
@@ -28,8 +28,6 @@ export interface ClusterModeOptions {
   fileCheckFrequencyMs: number;
   rootDir: string;
   log: Logger;
-  /** kubelet's maxPods: the pods allocatable of the node admission uses until the Node is registered. */
-  maxPods?: number;
   /** kubelet's kubeAPIQPS / kubeAPIBurst. */
   kubeAPIQPS?: number;
   kubeAPIBurst?: number;
@@ -42,6 +40,8 @@ export interface ClusterModeDeps {
   nodeIP: string;
   runtime: CriClient;
   podNetwork: PodNetwork;
+  /** This machine's allocatable under the configured reservations. */
+  allocatable: () => Promise<NodeResources>;
   log: Logger;
 }
 
@@ -54,7 +54,6 @@ function clusterModeOptions(config: AgentConfig, nodeName: string, log: Logger):
     fileCheckFrequencyMs: config.fileCheckFrequencyMs,
     rootDir: config.rootDir,
     log,
-    maxPods: config.kubelet.maxPods,
     kubeAPIQPS: config.kubelet.kubeAPIQPS,
     kubeAPIBurst: config.kubelet.kubeAPIBurst,
   };
@@ -63,16 +62,13 @@ function clusterModeOptions(config: AgentConfig, nodeName: string, log: Logger):
 const goArch: Record<string, string> = { x64: 'amd64', arm64: 'arm64', arm: 'arm', ppc64: 'ppc64le', s390x: 's390x' };
 
 /** The node as admission sees it before it is registered (kubelet's initial node): local allocatable and labels. */
-async function localNode(opts: ClusterModeOptions): Promise<V1Node> {
-  const a = await nodeAllocatable(opts.rootDir);
+async function localNode(opts: ClusterModeOptions, allocatable: NodeResources): Promise<V1Node> {
   return {
     metadata: {
       name: opts.nodeName,
       labels: { 'kubernetes.io/hostname': opts.nodeName, 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': goArch[process.arch] ?? process.arch },
     },
-    status: {
-      allocatable: { cpu: a.cpu.toString(), memory: a.memory.toString(), 'ephemeral-storage': a.ephemeralStorage.toString(), pods: String(opts.maxPods ?? 110) },
-    },
+    status: { allocatable: formatResourceList(allocatable) },
   };
 }
 
@@ -158,7 +154,7 @@ export class ClusterMode {
     const client = new KubeClient(conn, { qps: opts.kubeAPIQPS ?? 50, burst: opts.kubeAPIBurst ?? 100, userAgent: `nodelet/${opts.nodeName}` });
     // kubelet's eventRecordQPS and eventBurst defaults.
     const eventClient = new KubeClient(conn, { qps: 50, burst: 100, userAgent: `nodelet/${opts.nodeName}` });
-    return new ClusterMode(client, eventClient, opts, await localNode(opts), deps);
+    return new ClusterMode(client, eventClient, opts, await localNode(opts, await deps.allocatable()), deps);
   }
 
   /** The pod workers' status hook. */

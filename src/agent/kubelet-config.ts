@@ -3,18 +3,10 @@ import { readFile } from 'node:fs/promises';
 import type { V1Taint } from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import { InvalidQuantityError, parseQuantity, type Quantity } from '../core/quantity.js';
+import type { EvictionSignal, EvictionThreshold, ReservedResource } from '../host/allocatable.js';
 
 export const kubeletConfigApiVersion = 'kubelet.config.k8s.io/v1beta1';
 export const kubeletConfigKind = 'KubeletConfiguration';
-
-/** A hard eviction threshold: an absolute quantity, or a fraction of the resource's capacity ("10%"). */
-export type EvictionThreshold = { quantity: Quantity } | { percentage: number };
-
-/** The eviction signals nodelet honours: it evicts nothing, but kubelet subtracts these from allocatable. */
-export type EvictionSignal = 'memory.available' | 'nodefs.available';
-
-/** Resources a reservation may name (kubelet's systemReserved / kubeReserved keys). */
-export type ReservedResource = 'cpu' | 'memory' | 'ephemeral-storage' | 'pid';
 
 /**
  * The settings nodelet takes from a KubeletConfiguration, with kubelet's names; durations are in

@@ -1,5 +1,6 @@
 // The `nodelet` command: runs the agent (default) or talks to a running one (`nodelet pods`).
-import { Agent, AgentConfigError, statusSocketPath, type AgentConfig } from '../agent/agent.js';
+import { Agent, AgentConfigError, statusSocketPath } from '../agent/agent.js';
+import type { AgentConfig } from '../agent/agent-config.js';
 import { KubeletConfigError, loadKubeletConfiguration, resolveKubeletConfiguration, type KubeletConfiguration } from '../agent/kubelet-config.js';
 import { fetchPods, watchPods } from '../agent/status-api.js';
 import { KubeconfigError } from '../kubeapi/kubeconfig.js';

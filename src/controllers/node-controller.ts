@@ -5,6 +5,7 @@ import type { MachineInfo } from '../host/machine-info.js';
 import type { Logger } from '../core/log.js';
 import { isAlreadyExists, isNotFound, mergePatch, strategicMergePatch } from '../kubeapi/client.js';
 import { systemClock, type Clock } from '../core/clock.js';
+import type { NodeReservation } from '../host/allocatable.js';
 import type { ApiRequester } from './node-lease.js';
 import {
   initialNode,
@@ -16,7 +17,6 @@ import {
   RuntimeState,
   setNodeStatus,
   type NodeRegistration,
-  type NodeReservation,
   type NodeStatusInputs,
 } from './node-status.js';
 

@@ -1,10 +1,10 @@
 // Builds the Node object and its status as kubelet's node status setters do (pure: host facts and the clock are inputs).
 import type { V1ContainerImage, V1Node, V1NodeCondition, V1NodeStatus, V1Taint } from '@kubernetes/client-node';
-import type { EvictionSignal, EvictionThreshold, ReservedResource } from '../agent/kubelet-config.js';
 import type { Image, RuntimeCondition, RuntimeStatus } from '../cri/types.js';
 import type { MachineInfo } from '../host/machine-info.js';
 import { canonicalJson as canonical } from '../core/canonical-json.js';
-import { Quantity, tryParseQuantity } from '../core/quantity.js';
+import { tryParseQuantity } from '../core/quantity.js';
+import { formatResourceList, nodeAllocatable, nodeCapacity, type NodeReservation, type ResourceList } from '../host/allocatable.js';
 
 /** The Kubernetes release whose kubelet behaviour nodelet follows (kubectl on these machines is v1.32). */
 export const kubernetesVersion = 'v1.32.0';
@@ -49,77 +49,6 @@ export function isNodeReady(node: V1Node | undefined): boolean {
 }
 
 // ---- resources ----
-
-export type ResourceList = Record<string, Quantity>;
-
-export interface NodeReservation {
-  systemReserved: Partial<Record<ReservedResource, Quantity>>;
-  kubeReserved: Partial<Record<ReservedResource, Quantity>>;
-  evictionHard: Partial<Record<EvictionSignal, EvictionThreshold>>;
-}
-
-const whole = (n: bigint, format: 'DecimalSI' | 'BinarySI') => Quantity.fromNanos(n * 1_000_000_000n, format);
-
-/** kubelet's capacity from machine info: cpu (cores), memory and ephemeral-storage (bytes), pods, a hugepages-<size> per pool. */
-export function nodeCapacity(machine: MachineInfo, maxPods: number): ResourceList {
-  const capacity: ResourceList = {
-    cpu: Quantity.fromNanos(BigInt(machine.numCores) * 1_000_000_000n, 'DecimalSI'),
-    memory: whole(machine.memoryCapacityBytes, 'BinarySI'),
-    'ephemeral-storage': whole(machine.rootFsCapacityBytes, 'BinarySI'),
-    pods: whole(BigInt(maxPods), 'DecimalSI'),
-  };
-  for (const pool of machine.hugePages) {
-    const pageSize = BigInt(pool.pageSizeKiB) * 1024n;
-    capacity[`hugepages-${whole(pageSize, 'BinarySI').toString()}`] = whole(pageSize * BigInt(pool.numPages), 'BinarySI');
-  }
-  return capacity;
-}
-
-/** A hard eviction threshold as an amount of the resource (kubelet's GetThresholdQuantity). */
-function thresholdQuantity(threshold: EvictionThreshold, capacity: Quantity | undefined): Quantity {
-  if ('quantity' in threshold) return threshold.quantity;
-  // kubelet: int64(float64(capacity.Value()) * float64(percentage)), in BinarySI.
-  const value = Number(capacity?.value() ?? 0n);
-  return whole(BigInt(Math.trunc(value * threshold.percentage)), 'BinarySI');
-}
-
-/** kubelet's GetNodeAllocatableReservation: systemReserved + kubeReserved + the hard eviction thresholds, per capacity resource. */
-export function allocatableReservation(capacity: ResourceList, reservation: NodeReservation): ResourceList {
-  const eviction: ResourceList = {};
-  const memory = reservation.evictionHard['memory.available'];
-  if (memory) eviction.memory = thresholdQuantity(memory, capacity.memory);
-  const nodefs = reservation.evictionHard['nodefs.available'];
-  if (nodefs) eviction['ephemeral-storage'] = thresholdQuantity(nodefs, capacity['ephemeral-storage']);
-  const result: ResourceList = {};
-  for (const name of Object.keys(capacity)) {
-    let sum = Quantity.zero();
-    for (const part of [reservation.systemReserved, reservation.kubeReserved, eviction] as Record<string, Quantity | undefined>[]) {
-      const q = part[name];
-      if (q) sum = sum.add(q);
-    }
-    if (!sum.isZero()) result[name] = sum;
-  }
-  return result;
-}
-
-/** kubelet's allocatable: capacity minus the reservation (never negative), and memory minus the hugepages. */
-export function nodeAllocatable(capacity: ResourceList, reservation: NodeReservation): ResourceList {
-  const reserved = allocatableReservation(capacity, reservation);
-  const allocatable: ResourceList = {};
-  const minus = (a: Quantity, b: Quantity | undefined) => {
-    const nanos = b ? a.nanos - b.nanos : a.nanos;
-    return Quantity.fromNanos(nanos > 0n ? nanos : 0n, a.format);
-  };
-  for (const [name, q] of Object.entries(capacity)) allocatable[name] = minus(q, reserved[name]);
-  for (const [name, q] of Object.entries(capacity)) {
-    if (name.startsWith('hugepages-') && allocatable.memory) allocatable.memory = minus(allocatable.memory, q);
-  }
-  return allocatable;
-}
-
-export function formatResourceList(list: ResourceList): Record<string, string> {
-  return Object.fromEntries(Object.entries(list).map(([k, v]) => [k, v.toString()]));
-}
 
 // ---- runtime readiness ----
 

@@ -79,13 +79,13 @@ function findContainer(pod: V1Pod, name: string): V1Container {
   return c;
 }
 
-const resourceKeys: Record<string, [kind: 'limits' | 'requests', name: string, allocatable: keyof NodeAllocatable]> = {
-  'limits.cpu': ['limits', 'cpu', 'cpu'],
-  'limits.memory': ['limits', 'memory', 'memory'],
-  'limits.ephemeral-storage': ['limits', 'ephemeral-storage', 'ephemeralStorage'],
-  'requests.cpu': ['requests', 'cpu', 'cpu'],
-  'requests.memory': ['requests', 'memory', 'memory'],
-  'requests.ephemeral-storage': ['requests', 'ephemeral-storage', 'ephemeralStorage'],
+const resourceKeys: Record<string, [kind: 'limits' | 'requests', name: keyof NodeAllocatable]> = {
+  'limits.cpu': ['limits', 'cpu'],
+  'limits.memory': ['limits', 'memory'],
+  'limits.ephemeral-storage': ['limits', 'ephemeral-storage'],
+  'requests.cpu': ['requests', 'cpu'],
+  'requests.memory': ['requests', 'memory'],
+  'requests.ephemeral-storage': ['requests', 'ephemeral-storage'],
 };
 
 function quantityOf(list: Record<string, string | number> | undefined, name: string): Quantity | undefined {
@@ -108,13 +108,13 @@ export function resourceFieldValue(pod: V1Pod, ref: V1ResourceFieldSelector, all
   const container = findContainer(pod, ref.containerName ?? '');
   const key = resourceKeys[ref.resource];
   if (!key) throw new Error(`unsupported container resource : ${ref.resource}`);
-  const [kind, name, allocatableKey] = key;
+  const [kind, name] = key;
   const limits = container.resources?.limits as Record<string, string> | undefined;
   const requests = container.resources?.requests as Record<string, string> | undefined;
   let value: Quantity | undefined;
   if (kind === 'limits') {
     value = quantityOf(limits, name);
-    if (!value || value.isZero()) value = allocatable[allocatableKey];
+    if (!value || value.isZero()) value = allocatable[name];
   } else {
     value = quantityOf(requests, name);
   }

@@ -6,8 +6,6 @@ import {
   formatTime,
   initialNode,
   isNodeReady,
-  nodeAllocatable,
-  nodeCapacity,
   nodeConditionEvents,
   nodeConditions,
   nodeImages,
@@ -17,12 +15,10 @@ import {
   reconcileOwnedLabels,
   RuntimeState,
   setNodeStatus,
-  formatResourceList,
-  type NodeReservation,
   type NodeStatusInputs,
 } from '../../../src/controllers/node-status.js';
 import type { MachineInfo } from '../../../src/host/machine-info.js';
-import { parseQuantity } from '../../../src/core/quantity.js';
+import type { NodeReservation } from '../../../src/host/allocatable.js';
 
 const GiB = 1024n ** 3n;
 const machine: MachineInfo = {
@@ -76,62 +72,6 @@ const condition = (node: V1Node, type: string) => nodeConditions(node).find((c) 
 test('kubeletVersion: the Kubernetes version followed, nodelet as build metadata', () => {
   expect(nodeletKubeletVersion('0.1.0')).toBe('v1.32.0+nodelet.0.1.0');
   expect(nodeletKubeletVersion('1.0.0-rc.1')).toBe('v1.32.0+nodelet.1.0.0-rc.1');
-});
-
-describe('capacity and allocatable', () => {
-  test('capacity as kubelet reports it: cores, memory and disk in bytes (printed in Ki), pods, hugepages pools', () => {
-    expect(formatResourceList(nodeCapacity(machine, 110))).toEqual({
-      cpu: '2',
-      memory: '24684096Ki',
-      'ephemeral-storage': '100Gi',
-      pods: '110',
-      'hugepages-2Mi': '0',
-      'hugepages-1Gi': '0',
-    });
-  });
-
-  test('default allocatable: memory less 100Mi, ephemeral-storage less float32(10%) of it, the rest as capacity', () => {
-    const capacity = nodeCapacity(machine, 110);
-    expect(formatResourceList(nodeAllocatable(capacity, defaultReservation))).toEqual({
-      cpu: '2',
-      memory: '24581696Ki',
-      // 100Gi - int64(107374182400 * float64(float32(0.1))) = 107374182400 - 10737418400, not a multiple of 1024.
-      'ephemeral-storage': '96636764000',
-      pods: '110',
-      'hugepages-2Mi': '0',
-      'hugepages-1Gi': '0',
-    });
-  });
-
-  test('systemReserved + kubeReserved + evictionHard are subtracted; pid has no capacity so changes nothing', () => {
-    const reservation: NodeReservation = {
-      systemReserved: { cpu: parseQuantity('500m'), memory: parseQuantity('1Gi'), pid: parseQuantity('100') },
-      kubeReserved: { cpu: parseQuantity('250m'), 'ephemeral-storage': parseQuantity('10Gi') },
-      evictionHard: { 'memory.available': { quantity: parseQuantity('100Mi') } },
-    };
-    const a = formatResourceList(nodeAllocatable(nodeCapacity(machine, 20), reservation));
-    expect(a.cpu).toBe('1250m');
-    expect(a.memory).toBe(`${24684096 - 1048576 - 102400}Ki`);
-    expect(a['ephemeral-storage']).toBe('90Gi');
-    expect(a.pods).toBe('20');
-    expect(a).not.toHaveProperty('pid');
-  });
-
-  test('a percentage threshold is a share of the capacity; allocatable never goes negative; hugepages leave memory', () => {
-    const big: MachineInfo = { ...machine, hugePages: [{ pageSizeKiB: 2048, numPages: 512 }] };
-    const capacity = nodeCapacity(big, 110);
-    expect(capacity['hugepages-2Mi']!.toString()).toBe('1Gi');
-    const reservation: NodeReservation = {
-      systemReserved: { cpu: parseQuantity('3') },
-      kubeReserved: {},
-      evictionHard: { 'memory.available': { percentage: Math.fround(Math.fround(50) / 100) } },
-    };
-    const a = formatResourceList(nodeAllocatable(capacity, reservation));
-    expect(a.cpu).toBe('0');
-    expect(a.memory).toBe(`${24684096 / 2 - 1048576}Ki`);
-    expect(a['hugepages-2Mi']).toBe('1Gi');
-    expect(a['ephemeral-storage']).toBe('100Gi');
-  });
 });
 
 describe('initialNode', () => {

@@ -15,7 +15,7 @@ beforeEach(() => {
   ctx = {
     podIPs: ['10.99.0.5'],
     hostIP: '192.0.2.1',
-    allocatable: async () => ({ cpu: parseQuantity('2'), memory: parseQuantity('1Gi'), ephemeralStorage: parseQuantity('1Gi') }),
+    allocatable: async () => ({ cpu: parseQuantity('2'), memory: parseQuantity('1Gi'), 'ephemeral-storage': parseQuantity('1Gi') }),
     objects,
     onInvalidKeys: (m) => warnings.push(m),
   };

@@ -8,7 +8,7 @@ const pod: V1Pod = {
   metadata: { name: 'web-node1', namespace: 'prod', uid: 'u-1', labels: { app: 'web', tier: 'front' }, annotations: { note: 'a "quoted" value' } },
   spec: { nodeName: 'node1', serviceAccountName: 'builder', containers: [] },
 };
-const allocatable = { cpu: parseQuantity('2'), memory: parseQuantity('8Gi'), ephemeralStorage: parseQuantity('100Gi') };
+const allocatable = { cpu: parseQuantity('2'), memory: parseQuantity('8Gi'), 'ephemeral-storage': parseQuantity('100Gi') };
 const ctx = { podIPs: ['10.99.0.9'], hostIP: '192.0.2.2', allocatable: async () => allocatable };
 
 test.each([

@@ -4,7 +4,7 @@ import { parseQuantity } from '../../../src/core/quantity.js';
 import { configMapPayload, payloadDigest, podFsUser, secretPayload, volumePayload, type PayloadContext } from '../../../src/volume/api-volumes.js';
 import { FakeApiObjects } from '../controllers/fake-api-objects.js';
 
-const allocatable = async () => ({ cpu: parseQuantity('2'), memory: parseQuantity('1Gi'), ephemeralStorage: parseQuantity('10Gi') });
+const allocatable = async () => ({ cpu: parseQuantity('2'), memory: parseQuantity('1Gi'), 'ephemeral-storage': parseQuantity('10Gi') });
 let objects: FakeApiObjects;
 let ctx: PayloadContext;
 beforeEach(() => {

@@ -4,7 +4,7 @@ import type { NodeAllocatable } from '../../../src/host/allocatable.js';
 import { parseQuantity } from '../../../src/core/quantity.js';
 import { downwardApiPayload, formatMap, goQuote, podFieldValue, resourceFieldValue, splitSubscriptedPath } from '../../../src/volume/downward-api.js';
 
-const allocatable: NodeAllocatable = { cpu: parseQuantity('2'), memory: parseQuantity('4Gi'), ephemeralStorage: parseQuantity('90G') };
+const allocatable: NodeAllocatable = { cpu: parseQuantity('2'), memory: parseQuantity('4Gi'), 'ephemeral-storage': parseQuantity('90G') };
 
 const pod: V1Pod = {
   metadata: {

@@ -16,7 +16,7 @@ let volumes: PodVolumeManager;
 beforeEach(async () => {
   root = await mkdtemp(join(tmpdir(), 'nodelet-apivol-'));
   objects = new FakeApiObjects();
-  volumes = new PodVolumeManager(root, async () => ({ cpu: parseQuantity('2'), memory: parseQuantity('1Gi'), ephemeralStorage: parseQuantity('10Gi') }), objects);
+  volumes = new PodVolumeManager(root, async () => ({ cpu: parseQuantity('2'), memory: parseQuantity('1Gi'), 'ephemeral-storage': parseQuantity('10Gi') }), objects);
 });
 afterEach(async () => {
   await rm(root, { recursive: true, force: true });

@@ -18,7 +18,7 @@ beforeEach(async () => {
   root = await mkdtemp(join(tmpdir(), 'nodelet-podvol-root-'));
   host = await mkdtemp(join(tmpdir(), 'nodelet-podvol-host-'));
   await writeFile(join(host, 'file'), 'x');
-  volumes = new PodVolumeManager(root, async () => ({ cpu: parseQuantity('2'), memory: parseQuantity('1Gi'), ephemeralStorage: parseQuantity('10Gi') }));
+  volumes = new PodVolumeManager(root, async () => ({ cpu: parseQuantity('2'), memory: parseQuantity('1Gi'), 'ephemeral-storage': parseQuantity('10Gi') }));
 });
 afterEach(async () => {
   await rm(root, { recursive: true, force: true });

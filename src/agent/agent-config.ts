@@ -1,0 +1,28 @@
+// The agent's settings: command-line flags and the KubeletConfiguration, as the CLI resolved them.
+import type { KubeletConfiguration } from './kubelet-config.js';
+
+export interface AgentConfig {
+  /** kubeconfig of the API server (cluster mode); '' runs standalone. */
+  kubeconfig: string;
+  /** KubeletConfiguration file (--config); '' for none. */
+  configFile: string;
+  podManifestPath: string;
+  runtimeEndpoint: string;
+  rootDir: string;
+  hostnameOverride: string;
+  nodeIP: string;
+  podCIDR: string;
+  cniConfDir: string;
+  cniBinDirs: string[];
+  cniCacheDir: string;
+  cniSocket: string;
+  /** The nodelet-spawn helper's path; '' starts programs with child_process. */
+  spawnHelper: string;
+  podLogsDir: string;
+  runtimeRequestTimeoutMs: number;
+  syncFrequencyMs: number;
+  fileCheckFrequencyMs: number;
+  relistPeriodMs: number;
+  /** The KubeletConfiguration in effect: --config over kubelet's defaults, command-line flags over both. */
+  kubelet: KubeletConfiguration;
+}
