@@ -10,6 +10,7 @@ import { PodNetwork } from '../cni/pod-network.js';
 import { CniShimServer } from '../cni/shim-server.js';
 import { hostRoutes } from '../host/routes.js';
 import { PodCgroupManager } from '../host/cgroups.js';
+import { hostFilesystem } from '../host/filesystem.js';
 import { DirectProgramRunner, SpawnHelperRunner } from '../host/program-runner.js';
 import { detectNodeIP, hostAddresses, hostDnsConfig, nodeName } from '../host/node.js';
 import { subnetCollisions } from '../cni/conflist.js';
@@ -98,7 +99,7 @@ export class Agent {
       : undefined;
     const podCgroups = await PodCgroupManager.detect();
     let runtimeName = 'containerd';
-    const observer = new RuntimeObserver(runtime, podNetwork);
+    const observer = new RuntimeObserver(runtime, podNetwork, hostFilesystem);
     const volumes = new PodVolumeManager(config.rootDir, allocatable, cluster?.objects);
     // Events go to the API server in cluster mode; standalone, as kubelet without an API client, only to the log.
     const events = cluster?.events ?? new LogEventRecorder(log, node);
@@ -112,6 +113,7 @@ export class Agent {
       node: { podLogsDir: config.podLogsDir, hostDns, cgroupsPerQOS: true, seccompProfileRoot: join(config.rootDir, 'seccomp') },
       podCgroups,
       now: Date.now,
+      files: hostFilesystem,
       observer,
       hostIP: () => nodeIP,
       podIPs: (sandboxId) => podNetwork.podIPs(sandboxId) ?? [],

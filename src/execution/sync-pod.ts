@@ -1,5 +1,4 @@
 // Executes a pod's computed actions against the runtime, step by step, recording a result per step.
-import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { EventRecorder } from '../core/events.js';
@@ -13,6 +12,7 @@ import { containerEnv } from './env.js';
 import { isRestartableInitContainer } from '../decisions/init-containers.js';
 import type { EnsuredImage, ImageManager } from './images.js';
 import type { PodCgroupManager } from '../host/cgroups.js';
+import type { PodFilesystem } from '../host/filesystem.js';
 import { podCgroupParent, podCgroupResources } from './resources.js';
 import { runLifecycleHook } from './lifecycle-hooks.js';
 import { latestContainer, type ContainerObservation, type PodRuntimeState } from '../core/runtime-state.js';
@@ -36,6 +36,8 @@ export interface SyncDeps {
   crashBackoff: Backoff;
   node: NodeRuntimeSettings;
   now: () => number;
+  /** Pod log directories are made and removed here. */
+  files: PodFilesystem;
   /** Creates and removes pod cgroups; set exactly when node.cgroupsPerQOS is. */
   podCgroups?: PodCgroupManager;
   /** Sets up, mounts and tears down pod volumes under <root-dir>/pods/<uid>. */
@@ -188,7 +190,7 @@ async function startContainer(
       mounts.push({ containerPath: spec.terminationMessagePath, hostPath: await deps.volumes.terminationMessageFile(pod.metadata!.uid!, spec.name) });
     }
     const config = buildContainerConfig(pod, spec, start.restartCount, env, { imageUser: image.user, node: deps.node, mounts });
-    await mkdir(join(sandboxConfig.logDirectory, spec.name), { recursive: true, mode: 0o755 });
+    await deps.files.makeDirs(join(sandboxConfig.logDirectory, spec.name), 0o755);
     containerId = await deps.runtime.createContainer(sandboxId, config, sandboxConfig, { signal });
     clog.info({ containerId, restartCount: start.restartCount, reason: start.reason }, 'Created container');
     deps.events.event(ref, 'Normal', 'Created', `Created container: ${spec.name}`);
@@ -295,7 +297,7 @@ export async function executePodActions(
     const config = buildSandboxConfig(pod, attempt, deps.node);
     try {
       await Promise.all([
-        mkdir(config.logDirectory, { recursive: true, mode: 0o755 }),
+        deps.files.makeDirs(config.logDirectory, 0o755),
         deps.podCgroups?.ensurePod(podCgroupParent(pod), podCgroupResources(pod)),
       ]);
       sandboxId = await deps.runtime.runPodSandbox(config, undefined, { signal });
@@ -342,7 +344,7 @@ export async function collectPodGarbage(deps: SyncDeps, pod: V1Pod, state: PodRu
     if (c.state === 'created' && latestContainer(state, c.name)?.id === c.id) continue;
     try {
       await deps.runtime.removeContainer(c.id, { signal });
-      await rm(join(logDir, c.name, `${c.restartCount}.log`), { force: true });
+      await deps.files.removeAll(join(logDir, c.name, `${c.restartCount}.log`));
       log.debug({ container: c.name, containerId: c.id }, 'Removed dead container');
     } catch (err) {
       if (!isNotFound(err)) log.warn({ container: c.name, containerId: c.id, err }, 'Failed to remove dead container');
@@ -399,5 +401,5 @@ export async function terminatePod(
   }
   await deps.podCgroups?.removePod(state.uid);
   await deps.volumes.tearDown(state.uid, log, signal);
-  if (logDirectory) await rm(logDirectory, { recursive: true, force: true });
+  if (logDirectory) await deps.files.removeAll(logDirectory);
 }

@@ -13,6 +13,7 @@ import {
   podUidLabel,
 } from '../execution/labels.js';
 import { terminationMessage } from '../execution/termination-message.js';
+import type { PodFilesystem } from '../host/filesystem.js';
 import {
   sortNewestFirst,
   type ContainerObservation,
@@ -67,6 +68,8 @@ export class RuntimeObserver {
   constructor(
     private readonly runtime: RuntimeService,
     private readonly ipSource: PodIPSource,
+    /** Where exited containers' termination messages and logs are read. */
+    private readonly files: PodFilesystem,
   ) {}
 
   /**
@@ -164,6 +167,7 @@ export class RuntimeObserver {
       if (status.state === 'CONTAINER_EXITED') {
         // kubelet appends the container's own termination message to the runtime's.
         const own = await terminationMessage(
+          this.files,
           status,
           c.annotations[containerTerminationMessagePathAnnotation],
           c.annotations[containerTerminationMessagePolicyAnnotation],

@@ -2,6 +2,7 @@
 import type { Container, ContainerStatus, PodSandbox, PodSandboxStatus, RuntimeService } from '../../../src/cri/types.js';
 import { podUidLabel } from '../../../src/execution/labels.js';
 import { RuntimeObserver } from '../../../src/lifecycle/runtime-observer.js';
+import { hostFilesystem } from '../../../src/host/filesystem.js';
 
 const sandbox = (id: string): PodSandbox => ({
   id,
@@ -31,7 +32,7 @@ function fakeRuntime(sandboxes: PodSandbox[], statusIPs: Record<string, string[]
 
 test('IPs come from the agent\'s pod network first; otherwise the runtime is asked once per sandbox, even for none', async () => {
   const { runtime, calls } = fakeRuntime([sandbox('cni'), sandbox('host'), sandbox('other')], { other: ['10.99.0.9'] });
-  const observer = new RuntimeObserver(runtime, { podIPs: (id) => (id === 'cni' ? ['10.99.0.5'] : undefined) });
+  const observer = new RuntimeObserver(runtime, { podIPs: (id) => (id === 'cni' ? ['10.99.0.5'] : undefined) }, hostFilesystem);
   for (let i = 0; i < 3; i++) {
     const state = await observer.observePod('u1');
     expect(Object.fromEntries(state.sandboxes.map((s) => [s.id, s.ips]))).toEqual({ cni: ['10.99.0.5'], host: [], other: ['10.99.0.9'] });
@@ -52,7 +53,7 @@ test('a pod no worker synced yet: no runtime call when the latest relist did not
       throw new Error('no containers');
     },
   } as unknown as RuntimeService;
-  const observer = new RuntimeObserver(runtime, { podIPs: () => ['10.99.0.5'] });
+  const observer = new RuntimeObserver(runtime, { podIPs: () => ['10.99.0.5'] }, hostFilesystem);
 
   // Before any relist nothing is known: the runtime is asked.
   expect((await observer.observeNewPod('new')).sandboxes).toEqual([]);
@@ -84,13 +85,13 @@ test('statuses of just-started containers are asked alongside the lists, and aga
     },
   } as unknown as RuntimeService;
 
-  const observer = new RuntimeObserver(runtime, { podIPs: () => ['10.99.0.5'] });
+  const observer = new RuntimeObserver(runtime, { podIPs: () => ['10.99.0.5'] }, hostFilesystem);
   const state = await observer.observePod('u1', undefined, ['c1']);
   expect(order).toEqual(['status c1', 'list']);
   expect(state.containers.map((c) => [c.id, c.state, c.startedAt])).toEqual([['c1', 'running', 5]]);
 
   // The container exited between the early status and the list: the list's state wins and the status is asked again.
-  const fresh = new RuntimeObserver(runtime, { podIPs: () => ['10.99.0.5'] });
+  const fresh = new RuntimeObserver(runtime, { podIPs: () => ['10.99.0.5'] }, hostFilesystem);
   order.length = 0;
   listedState = 'CONTAINER_EXITED';
   const asked = fresh.observePod('u1', undefined, ['c1']);
