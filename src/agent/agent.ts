@@ -1,4 +1,5 @@
-// Wires nodelet together: pod source -> pod workers <-> CRI runtime, the agent-owned pod network, the status API.
+// Wires nodelet together: pod sources -> pod config -> pod workers <-> CRI runtime, the agent-owned pod network, housekeeping,
+// the status API; with --kubeconfig, cluster mode's API source and controllers.
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
@@ -14,13 +15,16 @@ import { hostFilesystem } from '../host/filesystem.js';
 import { DirectProgramRunner, SpawnHelperRunner } from '../host/program-runner.js';
 import { detectNodeIP, hostAddresses, hostDnsConfig, nodeName } from '../host/node.js';
 import { subnetCollisions } from '../cni/conflist.js';
+import { systemClock, type Clock } from '../core/clock.js';
 import type { Logger } from '../core/log.js';
 import { FilePodSource } from '../sources/file-source.js';
 import { Backoff } from '../decisions/backoff.js';
 import { ImageManager } from '../execution/images.js';
+import { Housekeeping } from '../lifecycle/housekeeping.js';
 import { PodWorkers } from '../lifecycle/pod-workers.js';
 import { Relister } from '../lifecycle/relist.js';
 import { RuntimeObserver } from '../lifecycle/runtime-observer.js';
+import { PodConfig } from '../podconfig/pod-config.js';
 import { ProbeManager } from '../prober/manager.js';
 import { StatusApi } from './status-api.js';
 import type { AgentConfig } from './agent-config.js';
@@ -36,17 +40,16 @@ export function statusSocketPath(rootDir: string): string {
   return join(rootDir, 'nodelet.sock');
 }
 
-const podNetworkGcIntervalMs = 60_000;
 const workerErrorRetryMs = 2_000;
 
 /** The host's addresses for probe host checks, read at most every 30 s (every probe run asks). */
-function cachedHostIPs(nodeIP: string): () => string[] {
+function cachedHostIPs(nodeIP: string, clock: Pick<Clock, 'now'>): () => string[] {
   let addresses: string[] = [];
   let readAt = -Infinity;
   return () => {
-    if (Date.now() - readAt > 30_000) {
+    if (clock.now() - readAt > 30_000) {
       addresses = [nodeIP, ...hostAddresses()];
-      readAt = Date.now();
+      readAt = clock.now();
     }
     return addresses;
   };
@@ -61,6 +64,7 @@ export class Agent {
   /** Runs until the signal aborts; pods keep running after it returns (a restarted agent adopts them). */
   async run(signal: AbortSignal): Promise<void> {
     const { config, log } = this;
+    const clock = systemClock;
     if (!config.podManifestPath && !config.kubeconfig) throw new AgentConfigError('--pod-manifest-path is required (standalone mode, without --kubeconfig)');
     await mkdir(config.rootDir, { recursive: true });
     const node = nodeName(config.hostnameOverride);
@@ -102,17 +106,17 @@ export class Agent {
     const observer = new RuntimeObserver(runtime, podNetwork, hostFilesystem);
     const volumes = new PodVolumeManager(config.rootDir, allocatable, cluster?.objects);
     // Events go to the API server in cluster mode; standalone, as kubelet without an API client, only to the log.
-    const events = cluster?.events ?? new LogEventRecorder(log, node);
+    const events = cluster?.events ?? new LogEventRecorder(log, node, clock);
     // Before the workers: they tell it every change of their pods, for the status socket's watch.
     const api = new StatusApi(statusSocketPath(config.rootDir), () => workers.pods());
-    const workers = new PodWorkers({
+    const workers: PodWorkers = new PodWorkers({
       volumes,
       runtime,
-      images: new ImageManager(runtime, new Backoff(), Date.now, events),
+      images: new ImageManager(runtime, new Backoff(), clock.now, events),
       crashBackoff: new Backoff(),
       node: { podLogsDir: config.podLogsDir, hostDns, cgroupsPerQOS: true, seccompProfileRoot: join(config.rootDir, 'seccomp') },
       podCgroups,
-      now: Date.now,
+      clock,
       files: hostFilesystem,
       observer,
       hostIP: () => nodeIP,
@@ -121,48 +125,46 @@ export class Agent {
       resyncIntervalMs: config.syncFrequencyMs,
       errorRetryMs: workerErrorRetryMs,
       log,
-      ...(cluster ? { onStatus: cluster.onPodStatus, apiObjects: cluster.objects } : {}),
+      // Standalone there is no one to write statuses to: the workers keep them for the status socket.
+      ...(cluster ? { onStatus: (pod, status, final) => podConfig.podStatus(pod, status, final), apiObjects: cluster.objects } : {}),
       onPodChange: (uid, pod) => api.podChanged(uid, pod),
       events,
-      prober: new ProbeManager({ runtime, hostIP: () => nodeIP, hostIPs: cachedHostIPs(nodeIP), log, events }),
+      prober: new ProbeManager({ runtime, hostIP: () => nodeIP, hostIPs: cachedHostIPs(nodeIP, clock), log, events, clock }),
     });
+    // One pod config in both modes merges the sources' pods and hands them to the workers. Cluster mode adds node
+    // admission, the status manager and mirror pods; standalone admits every static pod, as before: a pod nodelet
+    // cannot run is refused by its worker, which reports it Failed on the status socket.
+    const podConfig: PodConfig = new PodConfig({
+      sources: [...(config.podManifestPath ? (['file'] as const) : []), ...(cluster ? (['api'] as const) : [])],
+      workers,
+      events,
+      log,
+      ...(cluster ? { node: () => cluster.admissionNode(), status: cluster.status, mirrors: cluster.mirrors } : {}),
+    });
+    const staticPods = config.podManifestPath
+      ? new FilePodSource({
+          dir: config.podManifestPath,
+          nodeName: node,
+          logger: log,
+          rescanIntervalMs: config.fileCheckFrequencyMs,
+          onPods: (pods: V1Pod[]) => podConfig.setStaticPods(pods),
+        })
+      : undefined;
 
-    let lastNetworkGc = 0;
-    let lastCgroupGc = 0;
-    let cgroupGcRunning = false;
+    const housekeeping = new Housekeeping({ clock, log, pods: workers, volumes, podCgroups, podNetwork });
     const relister = new Relister(
       observer,
       config.relistPeriodMs,
       {
         onRelist: (changed, snapshot) => {
           workers.handleRelist(changed, snapshot);
-          cluster?.onRelist(snapshot);
-          // <root-dir>/pods/<uid> of pods neither desired nor in the runtime (e.g. removed while nodelet was down).
-          volumes.sweepOrphanedPodDirs((uid) => workers.isKnown(uid), log, signal);
-          // Pod cgroups of pods neither desired nor in the runtime: once the desired pods are known, then every minute.
-          if (workers.desiredPodsKnown && !cgroupGcRunning && Date.now() - lastCgroupGc >= podNetworkGcIntervalMs) {
-            lastCgroupGc = Date.now();
-            cgroupGcRunning = true;
-            void podCgroups
-              .garbageCollect((uid) => workers.isKnown(uid))
-              .then((r) => {
-                if (r.removed.length) log.info({ podUids: r.removed }, 'Removed the cgroups of orphaned pods');
-                if (r.failed.length) log.warn({ failed: r.failed }, 'Could not remove the cgroups of orphaned pods');
-              })
-              .catch((err: unknown) => log.warn({ err }, 'Pod cgroup garbage collection failed'))
-              .finally(() => (cgroupGcRunning = false));
-          }
-          if (Date.now() - lastNetworkGc < podNetworkGcIntervalMs) return;
-          lastNetworkGc = Date.now();
-          // Attachments of sandboxes that no longer exist (e.g. removed while nodelet was down) are released.
-          void podNetwork
-            .garbageCollect(new Set(snapshot.sandboxes.map((s) => s.id)), signal)
-            .then((r) => r.removed.length && log.info({ removed: r.removed }, 'Released pod network attachments of vanished sandboxes'))
-            .catch((err: unknown) => log.warn({ err }, 'Pod network garbage collection failed'));
+          podConfig.onRelist(snapshot);
+          housekeeping.afterRelist(snapshot, signal);
         },
         onRuntimeRecovered: () => workers.wakeAll(),
       },
       log,
+      clock,
     );
     const announceRuntime = async () => {
       while (!signal.aborted) {
@@ -174,23 +176,20 @@ export class Agent {
         } catch (err) {
           if (signal.aborted) return;
           log.warn({ err, endpoint: config.runtimeEndpoint }, 'Container runtime not reachable yet; pods wait for it');
-          await new Promise((r) => setTimeout(r, 2_000));
+          await clock.sleep(2_000, signal);
         }
       }
     };
 
     await api.listen();
-    // Standalone: the static pods are all there is; cluster mode merges them with the API's pods.
-    const source = cluster ? undefined : new FilePodSource({
-      dir: config.podManifestPath,
-      nodeName: node,
-      logger: log,
-      rescanIntervalMs: config.fileCheckFrequencyMs,
-      onPods: (pods: V1Pod[]) => workers.setDesiredPods(pods),
-    });
     log.info({ node, podManifestPath: config.podManifestPath, statusSocket: statusSocketPath(config.rootDir) }, 'nodelet started');
     try {
-      await Promise.all([announceRuntime(), cluster ? cluster.run(workers, signal) : source!.run(signal), relister.run(signal)]);
+      await Promise.all([
+        announceRuntime(),
+        staticPods?.run(signal),
+        cluster?.run(podConfig, workers, signal),
+        relister.run(signal),
+      ]);
     } finally {
       workers.stop();
       await api.close();

@@ -1,6 +1,7 @@
-// Cluster mode (--kubeconfig): the API server connection and the controllers that work with it, beside the pod workers.
-// Controllers that talk to the API server start in ClusterMode.run.
-import type { V1Node, V1Pod, V1PodStatus } from '@kubernetes/client-node';
+// Cluster mode (--kubeconfig): the API server connection, the API pod source and the controllers that work with it,
+// beside the pod workers. The pod config's node admission, status manager and mirror pods come from here; controllers
+// that talk to the API server start in ClusterMode.run.
+import type { V1Node } from '@kubernetes/client-node';
 import type { AgentConfig } from './agent-config.js';
 import type { PodNetwork } from '../cni/pod-network.js';
 import type { CriClient } from '../cri/client.js';
@@ -15,18 +16,12 @@ import { StatusManager } from '../controllers/status-manager.js';
 import { formatResourceList, type NodeResources } from '../host/allocatable.js';
 import type { Logger } from '../core/log.js';
 import type { PodWorkers } from '../lifecycle/pod-workers.js';
-import type { NodeRuntimeSnapshot } from '../lifecycle/runtime-observer.js';
 import { ApiPodSource } from '../sources/api-source.js';
-import { FilePodSource } from '../sources/file-source.js';
-import { PodConfig, type PodSourceName } from '../podconfig/pod-config.js';
+import type { PodConfig } from '../podconfig/pod-config.js';
 
 export interface ClusterModeOptions {
   kubeconfig: string;
   nodeName: string;
-  /** Static pod directory; '' for none. */
-  podManifestPath: string;
-  fileCheckFrequencyMs: number;
-  rootDir: string;
   log: Logger;
   /** kubelet's kubeAPIQPS / kubeAPIBurst. */
   kubeAPIQPS?: number;
@@ -50,9 +45,6 @@ function clusterModeOptions(config: AgentConfig, nodeName: string, log: Logger):
   return {
     kubeconfig: config.kubeconfig,
     nodeName,
-    podManifestPath: config.podManifestPath,
-    fileCheckFrequencyMs: config.fileCheckFrequencyMs,
-    rootDir: config.rootDir,
     log,
     kubeAPIQPS: config.kubelet.kubeAPIQPS,
     kubeAPIBurst: config.kubelet.kubeAPIBurst,
@@ -75,7 +67,6 @@ async function localNode(opts: ClusterModeOptions, allocatable: NodeResources): 
 export class ClusterMode {
   readonly status: StatusManager;
   readonly mirrors: MirrorPodManager;
-  readonly podConfig: PodConfig;
   /** kubelet's events, written to the API server. */
   readonly events: ApiEventRecorder;
   /** The configMaps, secrets and service account tokens the pods' volumes and env read (kubelet's object and token managers). */
@@ -83,7 +74,8 @@ export class ClusterMode {
   /** This node's Node object as the API server has it (list + watch by name); undefined until registered. */
   private registeredNode?: V1Node;
   private readonly nodeReflector: Reflector<V1Node>;
-  private workers?: PodWorkers;
+  /** The pod config the API's pods go to; set when run starts. */
+  private podConfig?: PodConfig;
   /** The Node's registration and status, and its Lease. */
   private readonly heartbeats: NodeHeartbeats;
 
@@ -113,24 +105,6 @@ export class ClusterMode {
     this.events = new ApiEventRecorder({ client: eventClient, nodeName, log });
     this.objects = new ClusterObjectSource({ client, log });
     this.mirrors = new MirrorPodManager({ client, nodeName, log, nodeUid: async () => this.registeredNode?.metadata?.uid });
-    const sources: PodSourceName[] = opts.podManifestPath ? ['file', 'api'] : ['api'];
-    this.podConfig = new PodConfig({
-      sources,
-      // A Node registered without allocatable yet (its status comes with the first status update) counts the local one.
-      node: () =>
-        this.registeredNode?.status?.allocatable
-          ? this.registeredNode
-          : { ...this.fallbackNode, ...this.registeredNode, status: { ...this.registeredNode?.status, allocatable: this.fallbackNode.status!.allocatable! } },
-      workers: {
-        setDesiredPods: (pods, ready) => this.workers?.setDesiredPods(pods, ready),
-        terminatePod: (uid, grace) => this.workers?.terminatePod(uid, grace),
-        isKnown: (uid) => this.workers?.isKnown(uid) ?? true,
-      },
-      status: this.status,
-      mirrors: this.mirrors,
-      events: this.events,
-      log,
-    });
     this.nodeReflector = new Reflector<V1Node>({
       client,
       path: '/api/v1/nodes',
@@ -141,7 +115,7 @@ export class ClusterMode {
         const wasRegistered = !!this.registeredNode;
         this.registeredNode = nodes.find((n) => n.metadata?.name === nodeName);
         // Mirror pods wait for the node's UID (their owner reference).
-        if (!wasRegistered && this.registeredNode) this.podConfig.resyncMirrors();
+        if (!wasRegistered && this.registeredNode) this.podConfig?.resyncMirrors();
       },
     });
   }
@@ -157,33 +131,21 @@ export class ClusterMode {
     return new ClusterMode(client, eventClient, opts, await localNode(opts, await deps.allocatable()), deps);
   }
 
-  /** The pod workers' status hook. */
-  readonly onPodStatus = (pod: V1Pod, status: V1PodStatus, final: boolean): void => this.podConfig.podStatus(pod, status, final);
-
-  /** After each runtime relist, once the workers have seen it. */
-  onRelist(snapshot: NodeRuntimeSnapshot): void {
-    this.podConfig.onRelist(snapshot);
+  /** The node as admission sees it: the registered Node; one registered without allocatable yet (its status comes with the first status update) counts the local one. */
+  admissionNode(): V1Node {
+    return this.registeredNode?.status?.allocatable
+      ? this.registeredNode
+      : { ...this.fallbackNode, ...this.registeredNode, status: { ...this.registeredNode?.status, allocatable: this.fallbackNode.status!.allocatable! } };
   }
 
-  /** Runs the pod sources and the API controllers until the signal aborts. */
-  async run(workers: PodWorkers, signal: AbortSignal): Promise<void> {
-    this.workers = workers;
+  /** Runs the API pod source, feeding `podConfig`, and the API controllers until the signal aborts. */
+  async run(podConfig: PodConfig, workers: PodWorkers, signal: AbortSignal): Promise<void> {
+    this.podConfig = podConfig;
     // A changed configMap or secret is rewritten into the volumes of the pods that read it at their next sync: now.
     this.objects.onPodsChanged = (uids) => workers.wakePods(uids);
     const { log, nodeName } = this.opts;
-    const tasks: Promise<unknown>[] = [];
-    if (this.opts.podManifestPath) {
-      const files = new FilePodSource({
-        dir: this.opts.podManifestPath,
-        nodeName,
-        logger: log,
-        rescanIntervalMs: this.opts.fileCheckFrequencyMs,
-        onPods: (pods) => this.podConfig.setStaticPods(pods),
-      });
-      tasks.push(files.run(signal));
-    }
-    const api = new ApiPodSource({ client: this.client, nodeName, log, onPods: (pods, mirrorPods) => this.podConfig.setApiPods(pods, mirrorPods) });
-    tasks.push(api.run(signal), this.nodeReflector.run(signal), this.heartbeats.run(signal));
+    const api = new ApiPodSource({ client: this.client, nodeName, log, onPods: (pods, mirrorPods) => podConfig.setApiPods(pods, mirrorPods) });
+    const tasks = [api.run(signal), this.nodeReflector.run(signal), this.heartbeats.run(signal)];
     log.info({ server: this.client.server, node: nodeName }, 'Cluster mode: watching the pods bound to this node');
     this.events.nodeEvent('Normal', 'Starting', 'Starting kubelet.');
     try {

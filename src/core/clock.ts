@@ -9,7 +9,7 @@ export interface Clock {
   setTimeout(fn: () => void, ms: number): unknown;
   clearTimeout(handle: unknown): void;
   /** Resolves after `ms`, or at once and without an error when the signal aborts: waits between retries end when work stops. */
-  sleep(ms: number, signal: AbortSignal): Promise<void>;
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
 /** Real time. */
@@ -19,13 +19,13 @@ export const systemClock: Clock = {
   clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout | undefined),
   sleep: (ms, signal) =>
     new Promise((resolve) => {
-      if (signal.aborted) return resolve();
+      if (signal?.aborted) return resolve();
       const done = () => {
         clearTimeout(timer);
-        signal.removeEventListener('abort', done);
+        signal?.removeEventListener('abort', done);
         resolve();
       };
       const timer = setTimeout(done, ms);
-      signal.addEventListener('abort', done, { once: true });
+      signal?.addEventListener('abort', done, { once: true });
     }),
 };

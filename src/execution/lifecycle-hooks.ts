@@ -1,5 +1,6 @@
 // Runs a container's postStart and preStop hooks (exec, httpGet, sleep) the way kubelet's handler runner does.
 import type { V1Container, V1LifecycleHandler, V1Pod } from '@kubernetes/client-node';
+import type { Clock } from '../core/clock.js';
 import type { RuntimeService } from '../cri/types.js';
 import { runProbe } from '../prober/run-probe.js';
 
@@ -19,6 +20,8 @@ export interface HookContext {
   runtime: Pick<RuntimeService, 'execSync'>;
   /** How long the hook may take. */
   timeoutSeconds: number;
+  /** A sleep hook waits on it. */
+  clock: Pick<Clock, 'sleep'>;
   signal?: AbortSignal;
 }
 
@@ -27,18 +30,11 @@ function podDescription(pod: V1Pod): string {
   return `${m.name}_${m.namespace}(${m.uid})`;
 }
 
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
-  });
-}
-
 /** Runs the hook; throws a HookError with kubelet's message when it fails. */
 export async function runLifecycleHook(hook: HookName, handler: V1LifecycleHandler, ctx: HookContext): Promise<void> {
   const where = `for Container "${ctx.container.name}" in Pod "${podDescription(ctx.pod)}"`;
   if (handler.sleep) {
-    await sleep(Math.min(handler.sleep.seconds, ctx.timeoutSeconds) * 1000, ctx.signal);
+    await ctx.clock.sleep(Math.min(handler.sleep.seconds, ctx.timeoutSeconds) * 1000, ctx.signal);
     return;
   }
   const kind = handler.exec ? 'Exec' : handler.httpGet ? 'HTTP' : handler.tcpSocket ? 'TCP' : undefined;

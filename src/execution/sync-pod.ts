@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { EventRecorder } from '../core/events.js';
 import type { ApiObjectSource } from '../core/api-objects.js';
+import type { Clock } from '../core/clock.js';
 import type { PodSandboxConfig, RuntimeService } from '../cri/types.js';
 import { isNotFound } from '../cri/errors.js';
 import type { Logger } from '../core/log.js';
@@ -35,7 +36,7 @@ export interface SyncDeps {
   images: ImageManager;
   crashBackoff: Backoff;
   node: NodeRuntimeSettings;
-  now: () => number;
+  clock: Clock;
   /** Pod log directories are made and removed here. */
   files: PodFilesystem;
   /** Creates and removes pod cgroups; set exactly when node.cgroupsPerQOS is. */
@@ -112,7 +113,7 @@ async function killContainer(
   deps.events.event({ pod, containerName: name }, 'Normal', 'Killing', reason === stoppingPod ? `Stopping container ${name}` : reason);
   const preStop = containerSpecOf(pod, c).lifecycle?.preStop ?? c.preStop;
   if (preStop && c.state === 'running') {
-    const started = deps.now();
+    const started = deps.clock.now();
     try {
       await runLifecycleHook('PreStop', preStop, {
         pod,
@@ -122,6 +123,7 @@ async function killContainer(
         hostIPs: [deps.hostIP()],
         runtime: deps.runtime,
         timeoutSeconds: gracePeriodSeconds,
+        clock: deps.clock,
         ...(signal ? { signal } : {}),
       });
     } catch (err) {
@@ -129,7 +131,7 @@ async function killContainer(
       // As kubelet since 1.26: the hook's output stays out of the event, where it could leak secrets.
       deps.events.event({ pod, containerName: name }, 'Warning', 'FailedPreStopHook', 'PreStopHook failed');
     }
-    gracePeriodSeconds = Math.max(gracePeriodSeconds - Math.floor((deps.now() - started) / 1000), minimumGracePeriodSeconds);
+    gracePeriodSeconds = Math.max(gracePeriodSeconds - Math.floor((deps.clock.now() - started) / 1000), minimumGracePeriodSeconds);
   }
   try {
     await deps.runtime.stopContainer(id, gracePeriodSeconds, { signal });
@@ -164,7 +166,7 @@ async function startContainer(
   };
   // As kubelet: every start after an exit advances the container's back-off, reset if it ran long enough.
   const exited = lastExited(state, spec.name);
-  if (exited) deps.crashBackoff.next(crashBackoffKey(pod, spec.name), deps.now(), exited.finishedAt);
+  if (exited) deps.crashBackoff.next(crashBackoffKey(pod, spec.name), deps.clock.now(), exited.finishedAt);
   let image: EnsuredImage;
   try {
     image = await deps.images.ensureImage(pod, spec, sandboxConfig, clog, signal);
@@ -219,6 +221,7 @@ async function startContainer(
         hostIPs: [deps.hostIP()],
         runtime: deps.runtime,
         timeoutSeconds: postStartTimeoutSeconds,
+        clock: deps.clock,
         ...(signal ? { signal } : {}),
       });
     } catch (err) {
@@ -227,7 +230,7 @@ async function startContainer(
       deps.events.event(ref, 'Warning', 'FailedPostStartHook', 'PostStartHook failed');
       const observed: ContainerObservation = {
         id: containerId, sandboxId, name: spec.name, attempt: start.restartCount, restartCount: start.restartCount,
-        hash: '', state: 'running', createdAt: deps.now(), image: spec.image ?? '', imageRef: '',
+        hash: '', state: 'running', createdAt: deps.clock.now(), image: spec.image ?? '', imageRef: '',
       };
       await killContainer(deps, pod, state, observed, terminationGracePeriodSeconds(pod), 'FailedPostStartHook', log, signal);
       return stepFailed('StartContainer', spec.name, new SyncError('PostStartHookError', (err as Error).message), 'PostStartHookError');

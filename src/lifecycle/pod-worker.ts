@@ -60,7 +60,7 @@ export class PodWorker {
   private lifecycle: PodLifecycle;
   private status?: V1PodStatus;
   private readonly reasons = new Map<string, WaitingReason>();
-  private timer?: NodeJS.Timeout;
+  private timer?: unknown;
   private inFlight?: AbortController;
   private running = false;
   private pending = false;
@@ -130,16 +130,15 @@ export class PodWorker {
 
   /** Stops work without touching the runtime (agent shutdown: pods keep running). */
   stop(): void {
-    clearTimeout(this.timer);
+    this.deps.clock.clearTimeout(this.timer);
     this.inFlight?.abort(new Error('agent is stopping'));
     this.pending = false;
     this.deps.prober.removePod(this.uid);
   }
 
   private schedule(delayMs: number): void {
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.wake(), Math.max(0, delayMs));
-    this.timer.unref();
+    this.deps.clock.clearTimeout(this.timer);
+    this.timer = this.deps.clock.setTimeout(() => this.wake(), delayMs);
   }
 
   private async loop(): Promise<void> {
@@ -173,7 +172,7 @@ export class PodWorker {
     this.deps.crashBackoff.forgetPrefix(`${uid}/`);
     this.deps.apiObjects?.unregisterPod(uid);
     this.lifecycle = 'terminated';
-    clearTimeout(this.timer);
+    this.deps.clock.clearTimeout(this.timer);
     this.log.info('Pod terminated and removed from the runtime');
     this.resolveTerminated();
   }
@@ -182,7 +181,7 @@ export class PodWorker {
     const pod = this.pod!;
     let state = this.synced ? await this.deps.observer.observePod(this.uid, signal) : await this.deps.observer.observeNewPod(this.uid, signal);
     this.synced = true;
-    const now = this.deps.now();
+    const now = this.deps.clock.now();
     const rejection = unsupportedPodFields(pod, { apiServer: this.deps.apiObjects !== undefined }) ?? forbiddenSysctls(pod);
     // Its configMaps and secrets are watched while it runs (kubelet's RegisterPod); the same spec again is a no-op.
     if (!rejection) this.deps.apiObjects?.registerPod(pod);
@@ -253,7 +252,7 @@ export class PodWorker {
       hostIP: this.deps.hostIP(),
       runtimeName: this.deps.runtimeName(),
       previous: this.status,
-      now: new Date(this.deps.now()),
+      now: new Date(this.deps.clock.now()),
       rejection,
       readiness: (id) => this.deps.prober.result('readiness', id),
       startup: (id) => this.deps.prober.result('startup', id),

@@ -1,4 +1,5 @@
 // The pod lifecycle event generator: periodically lists the runtime and reports which pods changed.
+import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/log.js';
 import { podUidLabel } from '../execution/labels.js';
 import type { NodeRuntimeSnapshot, RuntimeObserver } from './runtime-observer.js';
@@ -40,6 +41,7 @@ export class Relister {
     private readonly periodMs: number,
     private readonly handler: RelistHandler,
     private readonly log: Logger,
+    private readonly clock: Pick<Clock, 'sleep'>,
   ) {}
 
   /** True once a relist succeeded and the latest did too. */
@@ -71,10 +73,7 @@ export class Relister {
   async run(signal: AbortSignal): Promise<void> {
     while (!signal.aborted) {
       await this.relist(signal);
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, this.periodMs);
-        signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
-      });
+      await this.clock.sleep(this.periodMs, signal);
     }
   }
 }

@@ -1,9 +1,10 @@
-// Cluster mode's pod config: merges the static pods and the API's pods, admits new pods, and tells the workers, the status
-// manager and the mirror pod manager what to do (kubelet's pod config + HandlePodAdditions/Removes + pod cleanup).
+// The pod config: merges the static pods and the API's pods, admits new pods, and tells the workers, the status manager
+// and the mirror pod manager what to do (kubelet's pod config + HandlePodAdditions/Removes + pod cleanup). Standalone it
+// has only the file source, admits every pod and has no status manager or mirror pods.
 import type { V1Node, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import type { EventRecorder } from '../core/events.js';
 import type { Logger } from '../core/log.js';
-import { admitPod, rejectedStatus } from './admission.js';
+import { admitPod, rejectedStatus, type AdmitResult } from './admission.js';
 import { podQOSClass } from '../decisions/qos.js';
 import { defaultTerminationGracePeriodSeconds } from '../execution/runtime-config.js';
 import { podUidsOf, type NodeRuntimeSnapshot } from '../lifecycle/runtime-observer.js';
@@ -34,10 +35,14 @@ export interface MirrorPodSink {
 export interface PodConfigOptions {
   /** The sources whose first report is awaited before pods nobody wants are cleaned up. */
   sources: PodSourceName[];
-  /** The node as admission sees it (allocatable, labels, taints). */
-  node: () => V1Node;
+  /**
+   * The node as admission sees it (allocatable, labels, taints). Without it every pod is admitted (standalone): the
+   * worker refuses what nodelet cannot run and reports it Failed on the status socket, where a rejected pod would vanish.
+   */
+  node?: () => V1Node;
   workers: DesiredPodsSink;
-  status: PodStatusSink;
+  /** Where pod statuses go (cluster mode's status manager); standalone the workers keep them for the status socket. */
+  status?: PodStatusSink;
   mirrors?: MirrorPodSink;
   /** A rejected pod gets a Warning event with the admission's reason and message (kubelet's rejectPod). */
   events: EventRecorder;
@@ -88,7 +93,7 @@ export class PodConfig {
     const gone = this.staticPods.filter((p) => !pods.some((q) => uidOf(q) === uidOf(p)));
     this.staticPods = pods;
     this.spoken.add('file');
-    for (const p of gone) this.opts.status.forget(uidOf(p));
+    for (const p of gone) this.opts.status?.forget(uidOf(p));
     this.update();
   }
 
@@ -96,7 +101,7 @@ export class PodConfig {
     this.apiPods = pods;
     this.mirrorPods = mirrorPods;
     this.spoken.add('api');
-    this.opts.status.setApiPods(pods, mirrorPods);
+    this.opts.status?.setApiPods(pods, mirrorPods);
     this.update();
   }
 
@@ -105,7 +110,7 @@ export class PodConfig {
     const uid = uidOf(pod);
     if (!this.staticPods.some((p) => uidOf(p) === uid) && !this.apiPods.some((p) => uidOf(p) === uid)) return;
     if (this.rejected.has(uid)) return;
-    this.opts.status.setStatus(pod, status, final);
+    this.opts.status?.setStatus(pod, status, final);
   }
 
   /** After each runtime relist (and the workers' handling of it): pods being deleted that are gone from the node are finished. */
@@ -129,12 +134,12 @@ export class PodConfig {
     const active = () => all.filter((p) => this.admitted.has(uidOf(p)) && !ended(p));
     const fresh = all.filter((p) => !this.admitted.has(uidOf(p)) && !this.rejected.has(uidOf(p)) && !ended(p)).sort(creationOrder);
     if (fresh.length > 0) {
-      const node = this.opts.node();
+      const node = this.opts.node?.();
       // kubelet's filterOutInactivePods: a pod being deleted (or reported terminal) holds its resources until its
       // worker has stopped it.
       let running = all.filter((p) => this.admitted.has(uidOf(p)) && (!ended(p) || workers.isKnown(uidOf(p))));
       for (const pod of fresh) {
-        const result = admitPod(pod, running, node);
+        const result: AdmitResult = node ? admitPod(pod, running, node) : { admit: true };
         if (result.admit) {
           this.admitted.add(uidOf(pod));
           running = [...running, pod];
@@ -143,7 +148,7 @@ export class PodConfig {
         this.rejected.add(uidOf(pod));
         this.log.warn({ pod: nameOf(pod), podUid: uidOf(pod), reason: result.reason }, `Pod rejected by admission: ${result.message}`);
         this.opts.events.event({ pod }, 'Warning', result.reason, result.message);
-        status.setStatus(pod, { ...rejectedStatus(result, podQOSClass(pod)), startTime: pod.status?.startTime ?? new Date() });
+        status?.setStatus(pod, { ...rejectedStatus(result, podQOSClass(pod)), startTime: pod.status?.startTime ?? new Date() });
       }
     }
 
@@ -177,7 +182,7 @@ export class PodConfig {
       const uid = uidOf(p);
       if (!p.metadata?.deletionTimestamp || this.finished.has(uid) || this.opts.workers.isKnown(uid) || runtime.has(uid)) continue;
       this.finished.add(uid);
-      this.opts.status.podTerminated(p);
+      this.opts.status?.podTerminated(p);
     }
   }
 }

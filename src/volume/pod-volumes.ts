@@ -87,12 +87,10 @@ function volumeSourceField(volume: V1Volume): string {
   return sources.find((s) => volume[s] !== undefined) ?? 'source';
 }
 
-const orphanSweepIntervalMs = 2_000;
-
 const podName = (pod: V1Pod) => `${pod.metadata?.namespace ?? 'default'}/${pod.metadata?.name ?? ''}`;
 
 export class PodVolumeManager {
-  /** One operation at a time per pod UID (a sync's set-up, a termination's tear-down, the orphan sweep). */
+  /** One operation at a time per pod UID (a sync's set-up, a termination's tear-down, housekeeping's orphan removal). */
   private readonly locks = new Map<string, Promise<unknown>>();
   /** What the last successful set-up of a pod produced; an equal fingerprint means nothing to do. */
   private readonly setUpFingerprints = new Map<string, string>();
@@ -316,23 +314,6 @@ export class PodVolumeManager {
     if (left.length > 0) throw new Error(`cannot remove ${podDir}: still mounted: ${left.map((m) => m.mountPoint).join(', ')}`);
     await rm(podDir, { recursive: true, force: true });
     log.info({ podDir }, 'Removed pod directory');
-  }
-
-  private sweeping = false;
-  private lastSweep = 0;
-
-  /**
-   * Runs removeOrphanedPodDirs in the background at most every 2 s (kubelet's housekeeping period) and never
-   * twice at once; what it removes and why it failed are logged. Called on every relist.
-   */
-  sweepOrphanedPodDirs(isKnown: (uid: string) => boolean, log: Logger, signal?: AbortSignal): void {
-    if (this.sweeping || Date.now() - this.lastSweep < orphanSweepIntervalMs) return;
-    this.sweeping = true;
-    this.lastSweep = Date.now();
-    void this.removeOrphanedPodDirs(isKnown, log, signal)
-      .then((removed) => removed.length > 0 && log.info({ podUids: removed }, 'Removed the directories of orphaned pods'))
-      .catch((err: unknown) => log.warn({ err }, 'Cleaning up orphaned pod directories failed'))
-      .finally(() => (this.sweeping = false));
   }
 
   /**

@@ -143,3 +143,21 @@ describe('PodConfig', () => {
     expect(deletionGracePeriodSeconds(pod('a', '2025-01-01T00:00:00Z', undefined, { deletionGracePeriodSeconds: 0 }))).toBe(0);
   });
 });
+
+test('standalone (no node admission, no status manager): every static pod is admitted and handed to the workers', () => {
+  const desired: string[][] = [];
+  const config = new PodConfig({
+    sources: ['file'],
+    events: { event: () => undefined, nodeEvent: () => undefined },
+    log: pino({ level: 'silent' }),
+    workers: { setDesiredPods: (pods) => desired.push(pods.map((p) => p.metadata!.name!)), terminatePod: () => undefined, isKnown: () => true },
+  });
+  // More cpu than any node has: node admission would refuse it; standalone its worker decides what runs.
+  config.setStaticPods([staticPod('a'), pod('huge', '2025-01-01T00:00:00Z', '1000', { annotations: { 'kubernetes.io/config.source': 'file' } })]);
+  expect(desired).toEqual([['a', 'huge']]);
+  expect(config.allSourcesReady).toBe(true);
+  config.podStatus(staticPod('a'), { phase: 'Running' }, false);
+  config.onRelist({ sandboxes: [], containers: [] });
+  config.setStaticPods([staticPod('a')]);
+  expect(desired).toEqual([['a', 'huge'], ['a']]);
+});
