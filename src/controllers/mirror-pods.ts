@@ -5,6 +5,7 @@ import type { KubeClient } from '../kubeapi/client.js';
 import { isAlreadyExists, isConflict, isNotFound } from '../kubeapi/client.js';
 import type { Logger } from '../core/log.js';
 import { CONFIG_HASH_ANNOTATION, CONFIG_MIRROR_ANNOTATION } from '../core/config-annotations.js';
+import { systemClock, type Clock } from '../core/clock.js';
 
 export interface MirrorPodManagerOptions {
   client: Pick<KubeClient, 'request'>;
@@ -14,6 +15,8 @@ export interface MirrorPodManagerOptions {
   log: Logger;
   /** Delay before the next attempt after a failure or while the node is not registered. */
   retryMs?: number;
+  /** Times the retries. */
+  clock?: Pick<Clock, 'setTimeout' | 'clearTimeout'>;
 }
 
 const key = (p: V1Pod) => `${p.metadata?.namespace ?? 'default'}/${p.metadata?.name ?? ''}`;
@@ -42,7 +45,7 @@ export class MirrorPodManager {
   private mirrorPods: V1Pod[] = [];
   private running = false;
   private again = false;
-  private retryTimer?: NodeJS.Timeout;
+  private retryTimer?: unknown;
   private stopped = false;
   /** Aborts the requests in flight when the agent stops. */
   private readonly stopping = new AbortController();
@@ -52,9 +55,11 @@ export class MirrorPodManager {
   private readonly deleted = new Set<string>();
   private waitingForNodeLogged = false;
   private readonly retryMs: number;
+  private readonly clock: Pick<Clock, 'setTimeout' | 'clearTimeout'>;
 
   constructor(private readonly opts: MirrorPodManagerOptions) {
     this.retryMs = opts.retryMs ?? 2_000;
+    this.clock = opts.clock ?? systemClock;
   }
 
   /** The static pods and the API's mirror pods, both complete sets; reconciles in the background. */
@@ -68,7 +73,7 @@ export class MirrorPodManager {
 
   stop(): void {
     this.stopped = true;
-    clearTimeout(this.retryTimer);
+    this.clock.clearTimeout(this.retryTimer);
     this.stopping.abort(new Error('mirror pod manager stopped'));
   }
 
@@ -78,7 +83,7 @@ export class MirrorPodManager {
       this.again = true;
       return;
     }
-    clearTimeout(this.retryTimer);
+    this.clock.clearTimeout(this.retryTimer);
     this.retryTimer = undefined;
     this.running = true;
     void this.loop();
@@ -98,8 +103,7 @@ export class MirrorPodManager {
     } while (this.again && !this.stopped);
     this.running = false;
     if (retry && !this.stopped) {
-      this.retryTimer = setTimeout(() => this.kick(), this.retryMs);
-      this.retryTimer.unref();
+      this.retryTimer = this.clock.setTimeout(() => this.kick(), this.retryMs);
     }
   }
 

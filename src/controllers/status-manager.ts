@@ -6,6 +6,7 @@ import { isConflict, isNotFound, strategicMergePatch } from '../kubeapi/client.j
 import type { Logger } from '../core/log.js';
 import { isStaticPod } from '../core/config-annotations.js';
 import { mergePodStatus, podStatusPatch, refuseStatusUpdate, sameStatus, terminalPodStatus } from './pod-status-patch.js';
+import { systemClock, type Clock } from '../core/clock.js';
 
 export type StatusClient = Pick<KubeClient, 'request'>;
 
@@ -14,6 +15,8 @@ export interface StatusManagerOptions {
   log: Logger;
   /** Delay before retrying a failed write; doubles per failure up to 16 times this. */
   retryMs?: number;
+  /** Times the retries. */
+  clock?: Pick<Clock, 'setTimeout' | 'clearTimeout'>;
 }
 
 interface Entry {
@@ -28,7 +31,7 @@ interface Entry {
   running: boolean;
   dirty: boolean;
   failures: number;
-  retryTimer?: NodeJS.Timeout;
+  retryTimer?: unknown;
 }
 
 const podPath = (ns: string, name: string) => `/api/v1/namespaces/${encodeURIComponent(ns)}/pods/${encodeURIComponent(name)}`;
@@ -44,10 +47,12 @@ export class StatusManager {
   private readonly stopping = new AbortController();
   private writes = 0;
   private readonly retryMs: number;
+  private readonly clock: Pick<Clock, 'setTimeout' | 'clearTimeout'>;
   private readonly log: Logger;
 
   constructor(private readonly opts: StatusManagerOptions) {
     this.retryMs = opts.retryMs ?? 1_000;
+    this.clock = opts.clock ?? systemClock;
     this.log = opts.log;
   }
 
@@ -122,13 +127,13 @@ export class StatusManager {
   forget(uid: string): void {
     const e = this.entries.get(uid);
     if (!e) return;
-    clearTimeout(e.retryTimer);
+    this.clock.clearTimeout(e.retryTimer);
     this.entries.delete(uid);
   }
 
   stop(): void {
     this.stopping.abort(new Error('status manager stopped'));
-    for (const e of this.entries.values()) clearTimeout(e.retryTimer);
+    for (const e of this.entries.values()) this.clock.clearTimeout(e.retryTimer);
   }
 
   /** The API object the pod's status goes to: the pod itself, or a static pod's mirror pod. */
@@ -166,11 +171,10 @@ export class StatusManager {
         const delay = Math.min(this.retryMs * 2 ** e.failures, this.retryMs * 16);
         e.failures++;
         this.log.warn({ err, pod: key(e.pod.metadata?.namespace, e.pod.metadata?.name), podUid: uid, retryInMs: delay }, 'Failed to update pod status; will retry');
-        e.retryTimer = setTimeout(() => {
+        e.retryTimer = this.clock.setTimeout(() => {
           e.retryTimer = undefined;
           if (this.entries.get(uid) === e) this.kick(uid, e);
         }, delay);
-        e.retryTimer.unref();
         break;
       }
     } while (e.dirty && !this.stopping.signal.aborted && this.entries.get(uid) === e);
