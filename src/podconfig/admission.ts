@@ -1,8 +1,8 @@
 // Node-side pod admission, as kubelet's canAdmitPod with its predicate handler (GeneralPredicates): pure.
 import type { V1Container, V1Node, V1NodeSelectorRequirement, V1NodeSelectorTerm, V1Pod, V1Taint, V1Toleration } from '@kubernetes/client-node';
-import { tryParseQuantity } from '../core/quantity.js';
 import { isStaticPod } from '../core/config-annotations.js';
 import { isRestartableInitContainer } from '../decisions/init-containers.js';
+import { resourceQuantity } from '../decisions/qos.js';
 import { forbiddenSysctls } from '../decisions/sysctl-admission.js';
 import type { WaitingReason } from '../decisions/status.js';
 import { unsupportedPodFields } from '../decisions/unsupported.js';
@@ -29,9 +29,9 @@ export interface PodRequests {
 
 const resourceNames = ['cpu', 'memory', 'ephemeral-storage'] as const;
 
+/** A resource as admission adds it up: cpu in millicores, the rest in units; unset or unparsable is 0. */
 function quantityOf(list: Record<string, unknown> | undefined, name: string): bigint {
-  if (!list || !Object.hasOwn(list, name)) return 0n;
-  const q = tryParseQuantity(list[name]);
+  const q = resourceQuantity(list, name);
   if (!q) return 0n;
   return name === 'cpu' ? q.milliValue() : q.value();
 }

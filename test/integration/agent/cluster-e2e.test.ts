@@ -7,6 +7,7 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { CoreV1Event, V1Lease, V1Node, V1Pod } from '@kubernetes/client-node';
+import { parseQuantity } from '../../../src/core/quantity.js';
 import { CriClient } from '../../../src/cri/client.js';
 import { startTestApiServer, type TestApiServer } from '../../apiserver/test-apiserver.js';
 import { bindPod } from '../../apiserver/scheduler.js';
@@ -55,7 +56,6 @@ async function createAndBind(name: string, yaml: string): Promise<void> {
 
 const running = (p: V1Pod) =>
   p.status?.phase === 'Running' && !!p.status.podIP && (p.status.containerStatuses ?? []).length > 0 && p.status.containerStatuses!.every((c) => c.state?.running && c.ready);
-const cpuMillis = (q: string) => (q.endsWith('m') ? Number(q.slice(0, -1)) : Number(q) * 1000);
 const containerId = (p: V1Pod) => p.status!.containerStatuses![0]!.containerID!.replace(/^containerd:\/\//, '');
 
 /** The events about one pod, as `kubectl get events -o json` lists them. */
@@ -236,7 +236,7 @@ spec:
   expect(pod.status?.reason).toBe('OutOfcpu');
   // kubelet's message counts millicores: requested 1000 cpu, against the node's allocatable.
   expect(pod.status?.message).toMatch(/^Pod was rejected: Node didn't have enough resource: cpu, requested: 1000000, used: \d+, capacity: \d+$/);
-  expect(pod.status?.message).toContain(`capacity: ${cpuMillis(allocatableCpu)}`);
+  expect(pod.status?.message).toContain(`capacity: ${parseQuantity(allocatableCpu).milliValue()}`);
   expect((await kubectl.table('pod', 'hog')).find((x) => x.NAME === 'hog')?.STATUS).toBe('OutOfcpu');
   const rejected = await waitFor('the OutOfcpu event', async () => (await podEvents('hog')).find((e) => e.reason === 'OutOfcpu'), 30_000, 500);
   expect(rejected.type).toBe('Warning');
