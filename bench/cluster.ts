@@ -1,8 +1,10 @@
-// The benchmark's cluster phase: nodelet in cluster mode against the test API server. It measures the pod startup latency
-// SLI as sig-scalability defines it (from the pod's creation until all its containers are reported started, as observed
-// through a watch; images already present) for 1 pod and for --pods pods created at once, beside the raw CRI floor of the
-// same run; the latency of one pod status write on this API server; and, from the server's audit log, the API requests
-// nodelet made per pod started and its status writes per pod from Pending to Running.
+// The cluster phase: the pod startup latency SLI through the test API server beside the floor, and the API requests per pod.
+//
+// nodelet in cluster mode against the test API server. It measures the pod startup latency SLI as sig-scalability defines
+// it (from the pod's creation until all its containers are reported started, as observed through a watch; images already
+// present) for 1 pod and for --pods pods created at once, beside the raw CRI floor of the same run; the latency of one pod
+// status write on this API server; and, from the server's audit log, the API requests nodelet made per pod started and its
+// status writes per pod from Pending to Running.
 //
 // Start of a pod: the bench's high-resolution clock just before its create call (creationTimestamp has second precision).
 // Each pod is bound right after its create returns: a v1 Binding with the pod's uid, posted as kube-scheduler's
@@ -13,59 +15,17 @@
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import type { V1Node, V1Pod, V1PodList, V1PodSpec } from '@kubernetes/client-node';
+import type { V1Node, V1Pod, V1PodList } from '@kubernetes/client-node';
 import { isGone, isNotFound, KubeClient, strategicMergePatch, type WatchEvent } from '../src/kubeapi/client.js';
 import { loadKubeconfig } from '../src/kubeapi/kubeconfig.js';
-import type { CriClient } from '../src/cri/client.js';
-import { podNamespaceLabel } from '../src/execution/labels.js';
 import { startTestApiServer, type TestApiServer } from '../test/apiserver/test-apiserver.js';
+import type { LogLine } from './agent.js';
+import type { FloorSample } from './floor.js';
+import type { Bench } from './session.js';
+import { errorText, fmtMs, median, now, percentile, progress, round1, round2, round3, stepMedians, type StepMedians } from './util.js';
+import { benchNamespace, benchNode, benchPods, podSpec } from './workload.js';
 
-/** Floor figures of one run: until the last StartContainer returned, and per pod (its three CRI calls). */
-export interface FloorTimes {
-  elapsedMs: number;
-  perPodMs: number[];
-}
-
-/** One line of the agent's JSON log (the fields the bench reads). */
-export interface AgentLogLine {
-  time: number;
-  msg: string;
-  pod?: string;
-  phase?: string;
-  level?: number;
-}
-
-/** What the phase needs from the bench (bench.ts): its options, the floor, and the agent's process. */
-export interface ClusterBenchHost {
-  readonly signal: AbortSignal;
-  readonly reps: number;
-  readonly pods: number;
-  /** The API pods mount the default service account token (else automountServiceAccountToken: false, as the floor's). */
-  readonly saToken: boolean;
-  readonly nodeName: string;
-  /** Every pod of the phase lives here: the bench's runtime cleanup finds their leftovers by this namespace's label. */
-  readonly namespace: string;
-  /** The same pod spec as the floor's and the standalone phase's. */
-  podSpec(): V1PodSpec;
-  /** The phase's own directory (the API server's state and audit log, the agent's root); removed with the bench's. */
-  readonly dir: string;
-  readonly main: CriClient;
-  progress(message: string): void;
-  note(message: string): void;
-  /** Starts nodelet with these flags besides the bench's usual ones (root dir, node name, JSON log); waits until idle. */
-  startAgent(flags: string[]): Promise<void>;
-  stopAgent(): Promise<void>;
-  agentRunning(): boolean;
-  agentOutput(): string;
-  agentLines(): readonly AgentLogLine[];
-  waitAgentIdle(): Promise<void>;
-  /** Starts these floor pods straight over CRI, then removes them (untimed). */
-  floorRun(names: string[]): Promise<FloorTimes>;
-  watchForOtherAgents(): void;
-  stopWatching(): void;
-}
-
-const targetFloorFactor = 1.3;
+export const targetFloorFactor = 1.3;
 const targetStatusWritesPerPod = 3;
 const singleTimeoutMs = 60_000;
 const burstTimeoutMs = 300_000;
@@ -74,34 +34,6 @@ const nodeReadyTimeoutMs = 60_000;
 const statusWriteWarmups = 5;
 const statusWriteSamples = 20;
 const scratchPod = 'status-write-probe';
-
-const now = () => performance.now();
-const round1 = (x: number) => Math.round(x * 10) / 10;
-const round2 = (x: number) => Math.round(x * 100) / 100;
-
-function median(xs: number[]): number {
-  if (xs.length === 0) return NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-}
-
-/** Nearest-rank percentile (p99 of 30 values is the largest). */
-function percentile(xs: number[], p: number): number {
-  if (xs.length === 0) return NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
-}
-
-function fmtMs(ms: number): string {
-  if (!Number.isFinite(ms)) return '-';
-  return ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(1)} ms`;
-}
-
-function errorText(err: unknown): string {
-  if (!(err instanceof Error)) return String(err);
-  return err.cause ? `${err.message} (${errorText(err.cause)})` : err.message;
-}
 
 /** All the pod's containers reported started (started=true, state running): the SLI's end. */
 function allContainersStarted(pod: V1Pod): boolean {
@@ -235,21 +167,22 @@ function requestTable(samples: ClusterSample[], entries: AuditEntry[], window = 
 
 // ------------------------------------------------------------------------------------------------------------ agent steps
 
-const stepNames = [
+export const stepNames = [
   { key: 'sandbox', label: "'Created pod sandbox' (RunPodSandbox back)" },
   { key: 'started', label: "'Started container'" },
   { key: 'running', label: "'Pod phase changed' Running" },
   { key: 'observed', label: 'watch event: all containers started' },
 ] as const;
 type StepKey = (typeof stepNames)[number]['key'];
+const stepKeys = stepNames.map((s) => s.key);
 
 /** Agent log timestamps per pod, in ms after the pod's create call. */
-function podSteps(s: ClusterSample, lines: readonly AgentLogLine[], namespace: string): Map<string, Partial<Record<StepKey, number>>> {
+function podSteps(s: ClusterSample, lines: readonly LogLine[]): Map<string, Partial<Record<StepKey, number>>> {
   const steps = new Map<string, Partial<Record<StepKey, number>>>();
   const startEpoch = new Map<string, number>();
   for (const t of s.tracks) {
-    startEpoch.set(`${namespace}/${t.name}`, s.t0Epoch + t.startMs);
-    steps.set(`${namespace}/${t.name}`, { observed: t.observedMs! - t.startMs });
+    startEpoch.set(`${benchNamespace}/${t.name}`, s.t0Epoch + t.startMs);
+    steps.set(`${benchNamespace}/${t.name}`, { observed: t.observedMs! - t.startMs });
   }
   for (const l of lines) {
     if (l.time < s.t0Epoch - 1 || l.time > s.deleteEpoch || !l.pod) continue;
@@ -262,23 +195,6 @@ function podSteps(s: ClusterSample, lines: readonly AgentLogLine[], namespace: s
     else if (l.msg === 'Pod phase changed' && l.phase === 'Running') set('running');
   }
   return steps;
-}
-
-/** Per step: over reps, the median of (1 pod) the pod's time, or (burst) the median pod's and the last pod's time. */
-function stepTable(reps: Map<string, Partial<Record<StepKey, number>>>[]) {
-  const out: Partial<Record<StepKey, { medianPodMs: number; lastMs: number }>> = {};
-  for (const { key } of stepNames) {
-    const last: number[] = [];
-    const mid: number[] = [];
-    for (const steps of reps) {
-      const ts = [...steps.values()].map((s) => s[key]).filter((t): t is number => t !== undefined);
-      if (ts.length !== steps.size || ts.length === 0) continue;
-      last.push(Math.max(...ts));
-      mid.push(median(ts));
-    }
-    if (last.length) out[key] = { medianPodMs: round1(median(mid)), lastMs: round1(median(last)) };
-  }
-  return out;
 }
 
 // ------------------------------------------------------------------------------------------------------------ the phase
@@ -299,7 +215,7 @@ export interface ClusterResults {
     ratio: number;
     target: { maxMs: number; pass: boolean };
   };
-  steps: { single: ReturnType<typeof stepTable>; burst: ReturnType<typeof stepTable> };
+  steps: { single: StepMedians<StepKey>; burst: StepMedians<StepKey> };
   requests: { single: RequestTable; burst: RequestTable };
   /** The node's requests per pod from the start of the pods' deletion until they were gone from the API and the runtime. */
   deletionRequests: { single: Record<string, number>; burst: Record<string, number> };
@@ -319,24 +235,26 @@ class ClusterPhase {
   private sampleT0 = 0;
   private allStarted?: () => void;
   private podFailed?: (err: Error) => void;
+  /** The phase's own directory (the API server's state and audit log, the agent's root); removed with the bench's. */
+  readonly dir: string;
   readonly auditLog: string;
 
-  constructor(readonly host: ClusterBenchHost) {
-    this.auditLog = join(host.dir, 'audit.log');
+  constructor(readonly bench: Bench) {
+    this.dir = join(bench.base, 'cluster');
+    this.auditLog = join(this.dir, 'audit.log');
   }
 
   private get podsPath(): string {
-    return `/api/v1/namespaces/${this.host.namespace}/pods`;
+    return `/api/v1/namespaces/${benchNamespace}/pods`;
   }
 
   async startApiServer(): Promise<void> {
-    const { host } = this;
-    await mkdir(host.dir, { recursive: true });
-    this.api = await startTestApiServer({ dir: join(host.dir, 'apiserver'), nodeNames: [host.nodeName], auditLogPath: this.auditLog });
+    await mkdir(this.dir, { recursive: true });
+    this.api = await startTestApiServer({ dir: join(this.dir, 'apiserver'), nodeNames: [benchNode], auditLogPath: this.auditLog });
     // The bench's own client: kept-alive connections, no client-side rate limit to speak of.
     this.admin = new KubeClient(await loadKubeconfig(this.api.adminKubeconfig), { qps: 10_000, burst: 10_000, userAgent: 'nodelet-bench' });
-    await this.admin.request({ method: 'POST', path: '/api/v1/namespaces', body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: host.namespace } } });
-    host.progress(`cluster: test API server at ${this.api.url} (audit log ${this.auditLog})`);
+    await this.admin.request({ method: 'POST', path: '/api/v1/namespaces', body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: benchNamespace } } });
+    progress(`cluster: test API server at ${this.api.url} (audit log ${this.auditLog})`);
   }
 
   /** Watches the namespace's pods for the whole phase; the handler marks pods whose containers all started. */
@@ -364,7 +282,7 @@ class ClusterPhase {
               for (const p of again.items) this.onEvent({ type: 'MODIFIED', object: p });
             }
           }
-          this.host.note(`the bench's pod watch broke (${errorText(err)}); watching again`);
+          this.bench.note(`the bench's pod watch broke (${errorText(err)}); watching again`);
           await delay(200, undefined, { signal }).catch(() => undefined);
         }
       }
@@ -389,34 +307,34 @@ class ClusterPhase {
   }
 
   async startAgent(): Promise<void> {
-    const { host } = this;
-    await host.startAgent(['--kubeconfig', this.api!.nodeKubeconfig(host.nodeName)]);
+    const { bench } = this;
+    await bench.startAgent(['--kubeconfig', this.api!.nodeKubeconfig(benchNode)], this.dir);
     const deadline = now() + nodeReadyTimeoutMs;
     for (;;) {
-      const node = await this.admin!.request<V1Node>({ method: 'GET', path: `/api/v1/nodes/${host.nodeName}` }).catch((err: unknown) => {
+      const node = await this.admin!.request<V1Node>({ method: 'GET', path: `/api/v1/nodes/${benchNode}` }).catch((err: unknown) => {
         if (isNotFound(err)) return undefined;
         throw err;
       });
       if (node?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) break;
-      if (!host.agentRunning()) throw new Error(`nodelet exited before its node was Ready:\n${host.agentOutput()}`);
-      if (now() > deadline) throw new Error(`node ${host.nodeName} not Ready within ${nodeReadyTimeoutMs / 1000} s: ${JSON.stringify(node?.status?.conditions ?? 'not registered')}\n${host.agentOutput()}`);
-      await delay(100, undefined, { signal: host.signal });
+      if (!bench.agent?.running) throw new Error(`nodelet exited before its node was Ready:\n${bench.agent!.recentOutput()}`);
+      if (now() > deadline) throw new Error(`node ${benchNode} not Ready within ${nodeReadyTimeoutMs / 1000} s: ${JSON.stringify(node?.status?.conditions ?? 'not registered')}\n${bench.agent!.recentOutput()}`);
+      await delay(100, undefined, { signal: bench.signal });
     }
-    host.progress(`cluster: node ${host.nodeName} is Ready; waiting until the agent is idle...`);
-    await host.waitAgentIdle();
+    progress(`cluster: node ${benchNode} is Ready; waiting until the agent is idle...`);
+    await bench.waitAgentIdle();
   }
 
   /** Median latency of PATCH pods/<name>/status by the admin over a kept-alive connection, on an unbound scratch pod. */
   async measureStatusWrite(): Promise<ClusterResults['statusWrite']> {
-    const { host } = this;
+    const { bench } = this;
     const admin = this.admin!;
-    await admin.request({ method: 'POST', path: this.podsPath, body: { apiVersion: 'v1', kind: 'Pod', metadata: { name: scratchPod }, spec: { ...host.podSpec(), automountServiceAccountToken: false } } });
+    await admin.request({ method: 'POST', path: this.podsPath, body: { apiVersion: 'v1', kind: 'Pod', metadata: { name: scratchPod }, spec: { ...podSpec(), automountServiceAccountToken: false } } });
     const times: number[] = [];
     for (let i = 0; i < statusWriteWarmups + statusWriteSamples; i++) {
       // A condition whose message changes every time: each patch is a real write (a new resourceVersion, a watch event).
       const patch = { status: { conditions: [{ type: 'nodelet.dev/BenchProbe', status: 'True', message: `write ${i}`, lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') }] } };
       const t = now();
-      await admin.request({ method: 'PATCH', path: `${this.podsPath}/${scratchPod}/status`, body: patch, contentType: strategicMergePatch, signal: host.signal });
+      await admin.request({ method: 'PATCH', path: `${this.podsPath}/${scratchPod}/status`, body: patch, contentType: strategicMergePatch, signal: bench.signal });
       if (i >= statusWriteWarmups) times.push(now() - t);
     }
     // Unbound: the API server deletes it at once.
@@ -434,15 +352,15 @@ class ClusterPhase {
     return {
       apiVersion: 'v1',
       kind: 'Pod',
-      metadata: { name, namespace: this.host.namespace, labels: { app: 'nodelet-bench' } },
+      metadata: { name, namespace: benchNamespace, labels: { app: 'nodelet-bench' } },
       // By default the same pod as the floor's: no service account token volume (the floor mounts none).
-      spec: { ...this.host.podSpec(), ...(this.host.saToken ? {} : { automountServiceAccountToken: false }) },
+      spec: { ...podSpec(), ...(this.bench.opts.saToken ? {} : { automountServiceAccountToken: false }) },
     };
   }
 
   /** Creates and binds the pods at once; resolves when the watch showed all their containers started. */
   async sample(names: string[], timeoutMs: number): Promise<ClusterSample> {
-    const { host } = this;
+    const { bench } = this;
     const admin = this.admin!;
     this.current = new Map(names.map((name) => [name, { name, startMs: NaN }]));
     const done = new Promise<void>((resolve, reject) => {
@@ -455,12 +373,12 @@ class ClusterPhase {
     const creations = names.map(async (name) => {
       const track = this.current.get(name)!;
       track.startMs = now() - this.sampleT0;
-      const created = await admin.request<V1Pod>({ method: 'POST', path: this.podsPath, body: this.podObject(name), signal: host.signal });
+      const created = await admin.request<V1Pod>({ method: 'POST', path: this.podsPath, body: this.podObject(name), signal: bench.signal });
       await admin.request({
         method: 'POST',
         path: `${this.podsPath}/${name}/binding`,
-        body: { apiVersion: 'v1', kind: 'Binding', metadata: { namespace: host.namespace, name, uid: created.metadata?.uid }, target: { kind: 'Node', name: host.nodeName } },
-        signal: host.signal,
+        body: { apiVersion: 'v1', kind: 'Binding', metadata: { namespace: benchNamespace, name, uid: created.metadata?.uid }, target: { kind: 'Node', name: benchNode } },
+        signal: bench.signal,
       });
       track.boundMs = now() - this.sampleT0;
     });
@@ -468,13 +386,13 @@ class ClusterPhase {
     const deadline = this.sampleT0 + timeoutMs;
     try {
       for (;;) {
-        const finished = await Promise.race([done.then(() => true), delay(500, false, { signal: host.signal })]);
+        const finished = await Promise.race([done.then(() => true), delay(500, false, { signal: bench.signal })]);
         if (finished) break;
-        if (!host.agentRunning()) throw new Error(`nodelet exited during the measurement:\n${host.agentOutput()}`);
+        if (!bench.agent?.running) throw new Error(`nodelet exited during the measurement:\n${bench.agent!.recentOutput()}`);
         if (now() > deadline) {
           const pending = [...this.current.values()].filter((t) => t.observedMs === undefined);
           const pod = await admin.request<V1Pod>({ method: 'GET', path: `${this.podsPath}/${pending[0]!.name}` }).catch(() => undefined);
-          throw new Error(`${pending.length} of ${names.length} pods not started after ${timeoutMs / 1000} s; e.g. ${pending[0]!.name}: ${JSON.stringify(pod?.status ?? 'not found')}\n${host.agentOutput()}`);
+          throw new Error(`${pending.length} of ${names.length} pods not started after ${timeoutMs / 1000} s; e.g. ${pending[0]!.name}: ${JSON.stringify(pod?.status ?? 'not found')}\n${bench.agent!.recentOutput()}`);
         }
       }
     } finally {
@@ -489,7 +407,7 @@ class ClusterPhase {
 
   /** Deletes the phase's pods through the API and waits until they are gone there and from the runtime (untimed). */
   async deletePods(signal?: AbortSignal): Promise<void> {
-    const { host } = this;
+    const { bench } = this;
     const admin = this.admin!;
     const opts = signal ? { signal } : {};
     const listed = await admin.request<V1PodList>({ method: 'GET', path: this.podsPath, ...opts });
@@ -497,14 +415,13 @@ class ClusterPhase {
       admin.request({ method: 'DELETE', path: `${this.podsPath}/${p.metadata!.name}`, ...opts }).catch((err: unknown) => {
         if (!isNotFound(err)) throw err;
       })));
-    const selector = { labelSelector: { [podNamespaceLabel]: host.namespace } };
     const deadline = now() + teardownTimeoutMs;
     for (;;) {
       const left = (await admin.request<V1PodList>({ method: 'GET', path: this.podsPath, ...opts })).items.length;
       const cri = { timeoutMs: 30_000, ...opts };
-      const [sandboxes, containers] = await Promise.all([host.main.listPodSandbox(selector, cri), host.main.listContainers(selector, cri)]);
+      const [sandboxes, containers] = await Promise.all([bench.main.listPodSandbox(benchPods, cri), bench.main.listContainers(benchPods, cri)]);
       if (left + sandboxes.length + containers.length === 0) return;
-      if (!host.agentRunning()) throw new Error(`nodelet exited while its pods were deleted:\n${host.agentOutput()}`);
+      if (!bench.agent?.running) throw new Error(`nodelet exited while its pods were deleted:\n${bench.agent!.recentOutput()}`);
       if (now() > deadline) throw new Error(`the pods were not gone ${teardownTimeoutMs / 1000} s after their deletion (${left} in the API, ${sandboxes.length} sandboxes, ${containers.length} containers)`);
       await delay(100, undefined, opts);
     }
@@ -519,18 +436,18 @@ class ClusterPhase {
         errors.push(`${what}: ${errorText(err)}`);
       }
     };
-    const { host } = this;
-    if (this.admin && this.api && host.agentRunning()) {
-      host.progress('cluster: deleting the pods through the API and waiting until nodelet removed them...');
+    const { bench } = this;
+    if (this.admin && this.api && bench.agent?.running) {
+      progress('cluster: deleting the pods through the API and waiting until nodelet removed them...');
       await step('deleting the cluster pods', () => this.deletePods());
     }
-    host.progress('cluster: stopping the agent...');
-    await step('stopping the agent', () => host.stopAgent());
+    progress('cluster: stopping the agent...');
+    await step('stopping the agent', async () => bench.agent?.stop());
     this.watchStop.abort();
     await this.watching;
     this.admin?.close();
     if (this.api) {
-      host.progress('cluster: stopping the test API server...');
+      progress('cluster: stopping the test API server...');
       await step('stopping the test API server', () => this.api!.stop());
     }
     return errors;
@@ -538,8 +455,8 @@ class ClusterPhase {
 }
 
 /** The cluster phase: API server, agent in cluster mode, floor and nodelet interleaved; cleans up after itself. */
-export async function runClusterPhase(host: ClusterBenchHost): Promise<ClusterResults> {
-  const phase = new ClusterPhase(host);
+export async function runClusterPhase(bench: Bench): Promise<ClusterResults> {
+  const phase = new ClusterPhase(bench);
   let failure: unknown;
   try {
     return await measure(phase);
@@ -549,7 +466,7 @@ export async function runClusterPhase(host: ClusterBenchHost): Promise<ClusterRe
   } finally {
     const errors = await phase.close();
     if (errors.length > 0) {
-      for (const e of errors) host.progress(`cluster cleanup problem: ${e}`);
+      for (const e of errors) progress(`cluster cleanup problem: ${e}`);
       // A failed measurement is the error to report; a clean run with a failed cleanup is a failure too.
       if (failure === undefined) throw new Error(`cluster phase cleanup failed: ${errors.join('; ')}`);
     }
@@ -557,82 +474,82 @@ export async function runClusterPhase(host: ClusterBenchHost): Promise<ClusterRe
 }
 
 async function measure(phase: ClusterPhase): Promise<ClusterResults> {
-  const { host } = phase;
-  host.progress('cluster: starting the test API server...');
+  const { bench } = phase;
+  progress('cluster: starting the test API server...');
   await phase.startApiServer();
   await phase.startWatch();
-  host.progress('cluster: starting nodelet with --kubeconfig...');
+  progress('cluster: starting nodelet with --kubeconfig...');
   await phase.startAgent();
-  host.progress(`cluster: measuring one status write (${statusWriteSamples} PATCH pods/status after ${statusWriteWarmups} warm-ups)...`);
+  progress(`cluster: measuring one status write (${statusWriteSamples} PATCH pods/status after ${statusWriteWarmups} warm-ups)...`);
   const statusWrite = await phase.measureStatusWrite();
-  host.progress(`  status write: median ${fmtMs(statusWrite.medianMs)} (min ${fmtMs(statusWrite.minMs)}, p90 ${fmtMs(statusWrite.p90Ms)})`);
+  progress(`  status write: median ${fmtMs(statusWrite.medianMs)} (min ${fmtMs(statusWrite.minMs)}, p90 ${fmtMs(statusWrite.p90Ms)})`);
 
-  const floorSingle: FloorTimes[] = [];
-  const floorBurst: FloorTimes[] = [];
+  const floorSingle: FloorSample[] = [];
+  const floorBurst: FloorSample[] = [];
   const single: ClusterSample[] = [];
   const burst: ClusterSample[] = [];
   const nodeletOnce = async (names: string[], timeoutMs: number) => {
     const s = await phase.sample(names, timeoutMs);
     s.deleteEpoch = Date.now();
-    await phase.deletePods(host.signal);
+    await phase.deletePods(bench.signal);
     s.goneEpoch = Date.now();
     return s;
   };
-  const settle = () => host.waitAgentIdle();
-  const batch = (prefix: string) => Array.from({ length: host.pods }, (_, i) => `${prefix}-${i + 1}`);
-  host.watchForOtherAgents();
+  const settle = () => bench.waitAgentIdle();
+  const batch = (prefix: string) => Array.from({ length: bench.opts.pods }, (_, i) => `${prefix}-${i + 1}`);
+  bench.watchForOtherAgents();
 
-  host.progress('cluster warm-up: 1 floor pod, 1 API pod, then 1 batch each (not counted)');
-  await host.floorRun(['cfw']);
+  progress('cluster warm-up: 1 floor pod, 1 API pod, then 1 batch each (not counted)');
+  await bench.floorOnce(['cfw']);
   await nodeletOnce(['cw'], singleTimeoutMs);
   await settle();
-  await host.floorRun(batch('cfwb'));
+  await bench.floorOnce(batch('cfwb'));
   await nodeletOnce(batch('cwb'), burstTimeoutMs);
   await settle();
 
-  for (const [what, n] of [['1 pod', 1], [`${host.pods} pods`, host.pods]] as const) {
-    for (let k = 1; k <= host.reps; k++) {
+  for (const [what, n] of [['1 pod', 1], [`${bench.opts.pods} pods`, bench.opts.pods]] as const) {
+    for (let k = 1; k <= bench.opts.reps; k++) {
       // Alternate which goes first, so neither always follows the other's teardown.
       const order = k % 2 ? (['floor', 'nodelet'] as const) : (['nodelet', 'floor'] as const);
       for (const which of order) {
-        host.progress(`cluster, ${what}, rep ${k}/${host.reps}: ${which === 'floor' ? 'floor' : 'nodelet (API pods)'}...`);
+        progress(`cluster, ${what}, rep ${k}/${bench.opts.reps}: ${which === 'floor' ? 'floor' : 'nodelet (API pods)'}...`);
         if (which === 'floor') {
-          const f = await host.floorRun(n === 1 ? [`cfs${k}`] : batch(`cfb${k}`));
+          const f = await bench.floorOnce(n === 1 ? [`cfs${k}`] : batch(`cfb${k}`));
           (n === 1 ? floorSingle : floorBurst).push(f);
-          host.progress(`  floor ${fmtMs(f.elapsedMs)}`);
+          progress(`  floor ${fmtMs(f.elapsedMs)}`);
         } else {
           const s = await nodeletOnce(n === 1 ? [`cs${k}`] : batch(`cb${k}`), n === 1 ? singleTimeoutMs : burstTimeoutMs);
           (n === 1 ? single : burst).push(s);
           const lat = podLatencies(s);
-          host.progress(n === 1 ? `  nodelet ${fmtMs(lat[0]!)} (create+bind ${fmtMs(s.tracks[0]!.boundMs! - s.tracks[0]!.startMs)})`
+          progress(n === 1 ? `  nodelet ${fmtMs(lat[0]!)} (create+bind ${fmtMs(s.tracks[0]!.boundMs! - s.tracks[0]!.startMs)})`
             : `  nodelet last pod ${fmtMs(lastPodMs(s))}, per pod p50 ${fmtMs(percentile(lat, 50))} p99 ${fmtMs(percentile(lat, 99))}`);
         }
         await settle();
       }
     }
   }
-  host.stopWatching();
+  bench.stopWatching();
 
   // Audit records are written as requests complete: the last ones are in by now (teardown took longer).
-  const entries = await nodeRequests(phase.auditLog, `system:node:${host.nodeName}`);
-  const lines = host.agentLines();
-  const ratio = (a: number, b: number) => Math.round((a / b) * 1000) / 1000;
+  const entries = await nodeRequests(phase.auditLog, `system:node:${benchNode}`);
+  const lines = bench.agent!.lines;
+  const ratio = (a: number, b: number) => round3(a / b);
   const fs = floorSingle.map((f) => f.elapsedMs);
   const ns = single.map((s) => podLatencies(s)[0]!);
   const fb = floorBurst.map((f) => f.elapsedMs);
   const nb = burst.map(lastPodMs);
   const nbPods = burst.flatMap(podLatencies);
-  const fbPods = floorBurst.flatMap((f) => f.perPodMs);
+  const fbPods = floorBurst.flatMap((f) => f.runPodSandboxMs.map((run, i) => run + f.createContainerMs[i]! + f.startContainerMs[i]!));
   const singleTarget = median(fs) * targetFloorFactor + statusWrite.medianMs;
   const burstTarget = median(fb) * targetFloorFactor + statusWrite.medianMs;
   const requests = { single: requestTable(single, entries), burst: requestTable(burst, entries) };
   const deletion = (xs: ClusterSample[]) => requestTable(xs, entries, (s) => [s.deleteEpoch, s.goneEpoch] as const).perPod;
   const worstWrites = Math.max(requests.single.statusWritesToRunning.max, requests.burst.statusWritesToRunning.max);
   return {
-    reps: host.reps,
-    pods: host.pods,
-    node: host.nodeName,
-    saToken: host.saToken,
+    reps: bench.opts.reps,
+    pods: bench.opts.pods,
+    node: benchNode,
+    saToken: bench.opts.saToken,
     statusWrite,
     single: {
       floor: { medianMs: round1(median(fs)), samplesMs: fs.map(round1) },
@@ -659,70 +576,11 @@ async function measure(phase: ClusterPhase): Promise<ClusterResults> {
       target: { maxMs: round1(burstTarget), pass: median(nb) <= burstTarget },
     },
     steps: {
-      single: stepTable(single.map((s) => podSteps(s, lines, host.namespace))),
-      burst: stepTable(burst.map((s) => podSteps(s, lines, host.namespace))),
+      single: stepMedians(stepKeys, single.map((s) => podSteps(s, lines))),
+      burst: stepMedians(stepKeys, burst.map((s) => podSteps(s, lines))),
     },
     requests,
     deletionRequests: { single: deletion(single), burst: deletion(burst) },
     statusWritesTarget: { maxPerPod: targetStatusWritesPerPod, pass: worstWrites <= targetStatusWritesPerPod },
   };
-}
-
-// ------------------------------------------------------------------------------------------------------------ report
-
-export function clusterTable(r: ClusterResults): string {
-  const pf = (pass: boolean) => (pass ? 'PASS' : 'MISS');
-  const row = (cols: string[], widths: number[]) => cols.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
-  const w = [30, 12, 12, 8, 24, 4];
-  const lines: string[] = [];
-  lines.push(`cluster mode: pod startup latency SLI (creation -> all containers started, seen through a watch), ${r.reps} repetitions each`);
-  lines.push(`  start = the bench's clock just before the create call (creationTimestamp has second precision); the pod is bound right after`);
-  lines.push(`  its create returns; end = arrival of the watch event with every container started. Floor: RunPodSandbox..StartContainer over CRI.`);
-  lines.push(r.saToken ? '  the API pods mount the default service account token (kube-api-access volume); the floor\'s pods have no volume'
-    : '  the API pods are the floor\'s pod (automountServiceAccountToken: false: no volume)');
-  lines.push(`one status write (PATCH pods/status on this API server, ${r.statusWrite.samples} samples): median ${fmtMs(r.statusWrite.medianMs)}, min ${fmtMs(r.statusWrite.minMs)}, p90 ${fmtMs(r.statusWrite.p90Ms)}`);
-  lines.push('');
-  lines.push(row(['', 'floor', 'nodelet', 'ratio', `target (${targetFloorFactor}x floor + 1 write)`, ''], w));
-  lines.push(row(['1 pod, median', fmtMs(r.single.floor.medianMs), fmtMs(r.single.nodelet.medianMs), `${r.single.ratio.toFixed(2)}x`, `<= ${fmtMs(r.single.target.maxMs)}`, pf(r.single.target.pass)], w));
-  lines.push(row([`${r.pods} pods, last pod, median`, fmtMs(r.burst.floor.lastMedianMs), fmtMs(r.burst.nodelet.lastMedianMs), `${r.burst.ratio.toFixed(2)}x`, `<= ${fmtMs(r.burst.target.maxMs)}`, pf(r.burst.target.pass)], w));
-  lines.push(row([`${r.pods} pods, per pod p50`, fmtMs(r.burst.floor.podP50Ms), fmtMs(r.burst.nodelet.podP50Ms)], w));
-  lines.push(row([`${r.pods} pods, per pod p99 (rank)`, fmtMs(r.burst.floor.podP99Ms), fmtMs(r.burst.nodelet.podP99Ms)], w));
-  lines.push('');
-  lines.push('samples (ms):');
-  lines.push(`  1 pod    floor   ${r.single.floor.samplesMs.join(', ')}`);
-  lines.push(`  1 pod    nodelet ${r.single.nodelet.samplesMs.join(', ')}`);
-  lines.push(`  ${`${r.pods} pods`.padEnd(8)} floor   ${r.burst.floor.samplesMs.join(', ')}`);
-  lines.push(`  ${`${r.pods} pods`.padEnd(8)} nodelet ${r.burst.nodelet.samplesMs.join(', ')}`);
-  lines.push(`create + bind by the bench (inside nodelet's figures): 1 pod median ${fmtMs(r.single.nodelet.createAndBindMedianMs)}; ${r.pods} pods, last bound at ${fmtMs(r.burst.nodelet.createAndBindLastMedianMs)} (median)`);
-  lines.push('');
-  lines.push(`where the time goes (agent log and watch, ms after the pod's create call; medians over reps):`);
-  const sw = [46, 10, 20, 10];
-  lines.push(row(['', '1 pod', `${r.pods} pods: median pod`, 'last pod'], sw));
-  for (const { key, label } of stepNames) {
-    const s = r.steps.single[key];
-    const b = r.steps.burst[key];
-    lines.push(row([`  ${label}`, s ? s.lastMs.toFixed(0) : '-', b ? b.medianPodMs.toFixed(0) : '-', b ? b.lastMs.toFixed(0) : '-'], sw));
-  }
-  lines.push('');
-  lines.push(`API requests by system:node:${r.node} per pod started (from the audit log, between the first create and the last pod seen started;`);
-  lines.push(`  mean over the reps; the node's own heartbeats (leases, nodes) in that window included):`);
-  const keys = [...new Set([...Object.keys(r.requests.single.perPod), ...Object.keys(r.requests.burst.perPod)])];
-  const rw = [34, 8, 10];
-  lines.push(row(['', '1 pod', `${r.pods} pods`], rw));
-  for (const k of keys) lines.push(row([`  ${k}`, String(r.requests.single.perPod[k] ?? 0), String(r.requests.burst.perPod[k] ?? 0)], rw));
-  lines.push(row(['  total', String(r.requests.single.totalPerPod), String(r.requests.burst.totalPerPod)], rw));
-  const failed = { ...r.requests.single.failed, ...r.requests.burst.failed };
-  if (Object.keys(failed).length > 0) lines.push(`  answered with an error: ${Object.entries(failed).map(([k, n]) => `${k}: ${n}`).join(', ')}`);
-  const sr = r.requests.single.statusWritesToRunning;
-  const br = r.requests.burst.statusWritesToRunning;
-  lines.push(`status writes per pod, creation -> started (median / max): 1 pod ${sr.median} / ${sr.max}; ${r.pods} pods ${br.median} / ${br.max}` +
-    `  (target <= ${r.statusWritesTarget.maxPerPod}: ${pf(r.statusWritesTarget.pass)})`);
-  const sd = r.requests.single.statusWritesBeforeDelete;
-  const bd = r.requests.burst.statusWritesBeforeDelete;
-  lines.push(`status writes per pod until its deletion began (median / max): 1 pod ${sd.median} / ${sd.max}; ${r.pods} pods ${bd.median} / ${bd.max}`);
-  const del = (x: Record<string, number>) => Object.entries(x).map(([k, n]) => `${k} ${n}`).join(', ') || '-';
-  lines.push(`the node's requests per pod while the pods were deleted (API DELETE -> gone from API and runtime):`);
-  lines.push(`  1 pod: ${del(r.deletionRequests.single)}`);
-  lines.push(`  ${r.pods} pods: ${del(r.deletionRequests.burst)}`);
-  return lines.join('\n') + '\n';
 }

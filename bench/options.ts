@@ -1,0 +1,88 @@
+// The bench's command line: its options, their parsing and the usage text.
+
+export type Phase = 'startup' | 'probes' | 'cluster';
+
+export interface Options {
+  /** The phases to run: all by default. */
+  phases: Set<Phase>;
+  reps: number;
+  pods: number;
+  probePods: number;
+  probeSeconds: number;
+  /** Diagnosis: where to write a CPU profile of the agent over the probe-load window ('' for none). */
+  agentCpuProf: string;
+  /** Diagnosis: where to write a sampling heap profile (what the window's allocations left alive) ('' for none). */
+  agentHeapProf: string;
+  json: boolean;
+  /** Cluster phase: the pods get the default service account token volume (as kube's admission gives any pod). */
+  saToken: boolean;
+  agentV: number;
+  agentLog: string;
+}
+
+export const usage = `usage: node dist/bench/bench.js [--only startup|probes|cluster] [--reps N] [--pods N] [--probe-pods N] [--probe-seconds N] [--json]
+         [--sa-token] [--agent-v N] [--agent-log FILE] [--agent-cpu-prof FILE] [--agent-heap-prof FILE]
+  --only P     run only one phase: startup (floor vs nodelet start-up latency, peak RSS), probes (the agent's CPU and
+               RSS with probed pods running) or cluster (pod startup SLI through the test API server vs the floor, API
+               requests per pod); all three by default, in that order
+  --reps N     repetitions of each start-up measurement (default 5)
+  --pods N     pods started at once in the parallel case (default 30)
+  --probe-pods N     pods running during the probe-load window (default 30)
+  --probe-seconds N  length of the probe-load window (default 120)
+  --json       print the figures as JSON on stdout (the table then goes to stderr)
+  --sa-token   cluster phase: let the API pods mount the default service account token (kube's default; the floor's pods
+               and the other phases' have no volume), so the figures include the token and kube-root-ca.crt requests
+  --agent-v N  the agent's log verbosity (-v), for diagnosis only (default 0)
+  --agent-log FILE  also write the agent's log lines to FILE, for diagnosis
+  --agent-cpu-prof FILE  diagnosis: start the agent with an inspector on a loopback port and write a V8 CPU profile of
+               the probe-load window to FILE (a .cpuprofile, for Chrome DevTools); a summary is printed. The profiler's own
+               cost is in the CPU figures of that run.
+  --agent-heap-prof FILE  diagnosis: the same inspector; a V8 sampling heap profile of the window written to FILE (a
+               .heapprofile: the allocations of the window still alive after a full GC at its end), with the agent's
+               JS heap / native split every 10 s and its RSS after that GC. Either option adds those memory figures.
+With -v 2 or more the agent logs every successful probe, and the bench counts the probe runs (the logging costs CPU).
+Needs both containerds of the rig: bash scripts/runtime.sh up && NODELET_RUNTIME_INSTANCE=floor bash scripts/runtime.sh up`;
+
+export function parseOptions(argv: string[]): Options {
+  const opts: Options = {
+    phases: new Set(['startup', 'probes', 'cluster']), reps: 5, pods: 30, probePods: 30, probeSeconds: 120, agentCpuProf: '', agentHeapProf: '',
+    json: false, saToken: false, agentV: 0, agentLog: '',
+  };
+  const int = (flag: string, value: string | undefined, min: number): number => {
+    if (value === undefined || !/^\d+$/.test(value) || Number(value) < min) throw new UsageError(`${flag} needs an integer >= ${min}`);
+    return Number(value);
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const [flag, inline] = argv[i]!.split('=', 2) as [string, string | undefined];
+    const value = () => inline ?? argv[++i];
+    switch (flag) {
+      case '--reps': opts.reps = int(flag, value(), 1); break;
+      case '--pods': opts.pods = int(flag, value(), 1); break;
+      case '--probe-pods': opts.probePods = int(flag, value(), 1); break;
+      case '--probe-seconds': opts.probeSeconds = int(flag, value(), 10); break;
+      case '--only': {
+        const phase = value();
+        if (phase !== 'startup' && phase !== 'probes' && phase !== 'cluster') throw new UsageError('--only needs startup, probes or cluster');
+        opts.phases = new Set([phase]);
+        break;
+      }
+      case '--agent-cpu-prof': opts.agentCpuProf = value() ?? ''; if (!opts.agentCpuProf) throw new UsageError('--agent-cpu-prof needs a file'); break;
+      case '--agent-heap-prof': opts.agentHeapProf = value() ?? ''; if (!opts.agentHeapProf) throw new UsageError('--agent-heap-prof needs a file'); break;
+      case '--agent-v': opts.agentV = int(flag, value(), 0); break;
+      case '--agent-log': opts.agentLog = value() ?? ''; if (!opts.agentLog) throw new UsageError('--agent-log needs a file'); break;
+      case '--json': opts.json = true; break;
+      case '--sa-token': opts.saToken = true; break;
+      case '-h': case '--help': throw new UsageError('', 0);
+      default: throw new UsageError(`unknown argument: ${argv[i]}`);
+    }
+  }
+  // The agent's pod subnet is a /24: leave room for pods of someone else's tests on the same containerd.
+  if (opts.pods > 200 || opts.probePods > 200) throw new UsageError('--pods and --probe-pods are limited to 200 (the pod subnets are /24)');
+  return opts;
+}
+
+export class UsageError extends Error {
+  constructor(message: string, readonly exitCode = 2) {
+    super(message);
+  }
+}
