@@ -1,0 +1,140 @@
+// The pod lifecycle's dependencies wired to in-memory fakes: the in-memory CRI runtime, the in-memory filesystem,
+// the manual clock, recorded events, a recorded prober and a volume manager that touches nothing.
+import type { V1Container, V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import { pino } from 'pino';
+import type { EventRecorder, EventType, PodEventRef } from '../../../src/core/events.js';
+import type { ProbeResult, ProbeType } from '../../../src/core/probe-results.js';
+import type { PodRuntimeState } from '../../../src/core/runtime-state.js';
+import { Backoff } from '../../../src/decisions/backoff.js';
+import { ImageManager } from '../../../src/execution/images.js';
+import type { NodeRuntimeSettings } from '../../../src/execution/runtime-config.js';
+import type { SyncDeps } from '../../../src/execution/sync-pod.js';
+import type { PodWorkerDeps } from '../../../src/lifecycle/pod-worker.js';
+import { RuntimeObserver } from '../../../src/lifecycle/runtime-observer.js';
+import type { PodProber } from '../../../src/prober/manager.js';
+import { VolumeSetUpError, type PodVolumeManager } from '../../../src/volume/pod-volumes.js';
+import { FakeClock } from '../core/fake-clock.js';
+import { InMemoryFilesystem } from './in-memory-filesystem.js';
+import { InMemoryRuntime } from './in-memory-runtime.js';
+
+export const testImage = 'localhost/nodelet/busybox:1.35';
+export const podLogsDir = '/var/log/pods';
+
+export const nodeSettings: NodeRuntimeSettings = {
+  podLogsDir,
+  hostDns: { servers: ['10.0.0.53'], searches: [], options: [] },
+  memoryCapacityBytes: 8n << 30n,
+};
+
+export interface RecordedEvent {
+  container?: string;
+  type: EventType;
+  reason: string;
+  message: string;
+}
+
+export class RecordedEvents implements EventRecorder {
+  readonly events: RecordedEvent[] = [];
+  event(ref: PodEventRef, type: EventType, reason: string, message: string): void {
+    this.events.push({ ...(ref.containerName ? { container: ref.containerName } : {}), type, reason, message });
+  }
+  nodeEvent(): void {}
+  reasons(): string[] {
+    return this.events.map((e) => e.reason);
+  }
+}
+
+/** A prober without probes: records what the worker tells it, answers results the test sets. */
+export class RecordedProber implements PodProber {
+  readonly updates: string[] = [];
+  readonly removed: string[] = [];
+  readonly results = new Map<string, ProbeResult>();
+  update(pod: V1Pod, _state: PodRuntimeState, _wake: () => void): void {
+    this.updates.push(pod.metadata!.uid!);
+  }
+  removePod(uid: string): void {
+    this.removed.push(uid);
+  }
+  result(type: ProbeType, containerId: string): ProbeResult | undefined {
+    return this.results.get(`${type}/${containerId}`);
+  }
+}
+
+/** The volume manager's part the lifecycle uses, in memory: set-ups and tear-downs recorded, a set-up can be made to fail. */
+export class FakeVolumes {
+  readonly setUps: string[] = [];
+  readonly tearDowns: string[] = [];
+  /** When set, set-ups fail with this volume's FailedMount. */
+  failVolume?: string;
+  async setUp(pod: V1Pod): Promise<void> {
+    this.setUps.push(pod.metadata!.uid!);
+    if (this.failVolume) {
+      const message = `MountVolume.SetUp failed for volume "${this.failVolume}" : not found`;
+      throw new VolumeSetUpError(message, undefined, [{ volume: this.failVolume, message }]);
+    }
+  }
+  async containerMounts(_pod: V1Pod, _c: V1Container): Promise<[]> {
+    return [];
+  }
+  async terminationMessageFile(uid: string, name: string): Promise<string> {
+    return `/var/lib/nodelet/pods/${uid}/containers/${name}/message`;
+  }
+  async nodeAllocatable(): Promise<{ cpu: number; memory: number }> {
+    return { cpu: 4, memory: 8 << 30 };
+  }
+  async tearDown(uid: string): Promise<void> {
+    this.tearDowns.push(uid);
+  }
+}
+
+export interface LifecycleFakes {
+  clock: FakeClock;
+  runtime: InMemoryRuntime;
+  files: InMemoryFilesystem;
+  events: RecordedEvents;
+  prober: RecordedProber;
+  volumes: FakeVolumes;
+  crashBackoff: Backoff;
+  /** The image manager's pull back-off, keyed `<pod uid>/<image>`. */
+  pullBackoff: Backoff;
+  observer: RuntimeObserver;
+  statuses: { uid: string; status: V1PodStatus; final: boolean }[];
+  deps: PodWorkerDeps;
+}
+
+/** Fresh fakes, with the test image present; `deps` is both a SyncDeps and a PodWorkerDeps. */
+export function lifecycleFakes(): LifecycleFakes {
+  const clock = new FakeClock(1_700_000_000_000);
+  const runtime = new InMemoryRuntime({ now: () => clock.now(), images: [testImage] });
+  const files = new InMemoryFilesystem();
+  const events = new RecordedEvents();
+  const prober = new RecordedProber();
+  const volumes = new FakeVolumes();
+  const crashBackoff = new Backoff();
+  const pullBackoff = new Backoff();
+  const observer = new RuntimeObserver(runtime, { podIPs: () => undefined }, files);
+  const statuses: LifecycleFakes['statuses'] = [];
+  const sync: SyncDeps = {
+    runtime,
+    hostIP: () => '192.168.1.10',
+    podIPs: () => ['10.88.0.2'],
+    images: new ImageManager(runtime, pullBackoff, () => clock.now(), events),
+    crashBackoff,
+    node: nodeSettings,
+    clock,
+    files,
+    volumes: volumes as unknown as PodVolumeManager,
+    events,
+  };
+  const deps: PodWorkerDeps = {
+    ...sync,
+    observer,
+    runtimeName: () => 'containerd',
+    resyncIntervalMs: 60_000,
+    errorRetryMs: 1_000,
+    log: pino({ level: 'silent' }),
+    prober,
+    onStatus: (pod, status, final) => statuses.push({ uid: pod.metadata!.uid!, status, final }),
+  };
+  return { clock, runtime, files, events, prober, volumes, crashBackoff, pullBackoff, observer, statuses, deps };
+}
