@@ -1,0 +1,374 @@
+// Table test of the executor's numbered steps on the in-memory runtime: one base pod running in it, each case a small
+// mutation of the pod or the runtime; the actions computed from what is observed are executed, and the CRI calls made,
+// the step results and the events are asserted.
+import type { V1Pod } from '@kubernetes/client-node';
+import { pino } from 'pino';
+import type { ProbeResult } from '../../../src/core/probe-results.js';
+import type { PodRuntimeState } from '../../../src/core/runtime-state.js';
+import type { StepResult } from '../../../src/core/sync-result.js';
+import { computePodActions, type PodActions } from '../../../src/decisions/compute-actions.js';
+import { crashBackoffKey, executePodActions, terminatePod } from '../../../src/execution/sync-pod.js';
+import { lifecycleFakes, podLogsDir, testImage, type LifecycleFakes } from '../fakes/lifecycle-deps.js';
+import type { CriCall } from '../fakes/in-memory-runtime.js';
+
+const log = pino({ level: 'silent' });
+const uid = 'uid-1';
+const logDir = `${podLogsDir}/default_web_${uid}`;
+
+function basePod(): V1Pod {
+  return {
+    metadata: { name: 'web', namespace: 'default', uid },
+    spec: {
+      restartPolicy: 'Always',
+      containers: [
+        { name: 'app', image: testImage },
+        { name: 'sidecar', image: testImage, args: ['sleep', '3600'] },
+      ],
+    },
+  };
+}
+
+const inits = (pod: V1Pod) => {
+  pod.spec!.initContainers = [
+    { name: 'init-a', image: testImage, command: ['true'] },
+    { name: 'init-b', image: testImage, command: ['true'] },
+  ];
+};
+
+/** The fixture a case mutates: the fakes, and the id of the newest container of a name. */
+interface Fixture extends LifecycleFakes {
+  idOf(name: string): string;
+  sandboxId(): string;
+}
+
+function fixture(): Fixture {
+  const f = lifecycleFakes();
+  return {
+    ...f,
+    idOf: (name) => [...f.runtime.peek().containers].reverse().find((c) => c.name === name)!.id,
+    sandboxId: () => f.runtime.peek().sandboxes.at(-1)!.id,
+  };
+}
+
+async function observe(f: Fixture): Promise<PodRuntimeState> {
+  return f.observer.observePod(uid);
+}
+
+function compute(f: Fixture, pod: V1Pod, state: PodRuntimeState, liveness: Record<string, ProbeResult> = {}): PodActions {
+  const byId = new Map(state.containers.map((c) => [c.id, c.name]));
+  return computePodActions(pod, state, {
+    now: f.clock.now(),
+    backoffPolicy: f.crashBackoff.policy,
+    crashBackoff: (name) => f.crashBackoff.get(crashBackoffKey(pod, name)),
+    liveness: (id) => liveness[byId.get(id) ?? ''],
+  });
+}
+
+/** The calls that change the runtime or pull, in a short form naming containers and sandboxes as the test knows them. */
+function describeCalls(calls: readonly CriCall[], names: Map<string, string>): string[] {
+  const out: string[] = [];
+  for (const { method, args } of calls) {
+    const name = (id: unknown) => names.get(id as string) ?? `?${String(id).slice(0, 8)}`;
+    if (method === 'runPodSandbox') out.push(`runPodSandbox attempt=${String(args.attempt)}`);
+    else if (method === 'createContainer') out.push(`createContainer ${String(args.name)} attempt=${String(args.attempt)}`);
+    else if (method === 'startContainer' || method === 'removeContainer') out.push(`${method} ${name(args.containerId)}`);
+    else if (method === 'stopContainer') out.push(`stopContainer ${name(args.containerId)} grace=${String(args.timeoutSeconds)}`);
+    else if (method === 'stopPodSandbox' || method === 'removePodSandbox') out.push(`${method} ${name(args.podSandboxId)}`);
+    else if (method === 'pullImage') out.push(`pullImage ${String(args.image)}`);
+  }
+  return out;
+}
+
+/** Container ids by name, sandbox ids as `sandbox#<attempt>`, over every object the runtime held. */
+function nameIds(f: Fixture, names: Map<string, string>): void {
+  const { sandboxes, containers } = f.runtime.peek();
+  for (const s of sandboxes) names.set(s.id, `sandbox#${s.metadata.attempt}`);
+  for (const c of containers) names.set(c.id, c.name);
+}
+
+function describeResults(results: StepResult[], names: Map<string, string>): string[] {
+  return results.map((r) => `${r.action}${r.target ? ` ${names.get(r.target) ?? r.target}` : ''}${r.error ? `: ${r.error.code}` : ''}`);
+}
+
+interface Case {
+  name: string;
+  /** Start from an empty runtime instead of the base pod running. */
+  fresh?: boolean;
+  pod?: (pod: V1Pod) => void;
+  runtime?: (f: Fixture, pod: V1Pod) => void;
+  /** Liveness results by container name. */
+  liveness?: Record<string, ProbeResult>;
+  /** Edits the computed actions (for orders computePodActions never asks for in one sync). */
+  actions?: (a: PodActions) => void;
+  calls: string[];
+  results: string[];
+  /** Events that must be among those recorded, as `Reason[ container]: message`. */
+  events?: string[];
+  /** Further checks on the fixture after the sync. */
+  check?: (f: Fixture) => void;
+}
+
+const startBoth = ['createContainer app attempt=0', 'startContainer app', 'createContainer sidecar attempt=0', 'startContainer sidecar'];
+
+const cases: Case[] = [
+  {
+    name: 'step 4, 6: nothing in the runtime: sandbox attempt 0, then every container in spec order; log directories made',
+    fresh: true,
+    calls: ['runPodSandbox attempt=0', ...startBoth],
+    results: ['CreatePodSandbox sandbox#0', 'StartContainer app', 'StartContainer sidecar'],
+    events: ['Created app: Created container: app', 'Started sidecar: Started container sidecar'],
+    check: (f) => {
+      expect(f.files.pathsOf('makeDirs')).toEqual([logDir, `${logDir}/app`, `${logDir}/sidecar`]);
+      expect(f.files.dirs.get(`${logDir}/app`)).toBe(0o755);
+      expect(f.volumes.setUps).toEqual([uid]);
+    },
+  },
+  {
+    name: 'step 1, 4: the sandbox died: its running containers are killed, attempt 1 is created, the containers start again',
+    runtime: (f) => f.runtime.exitSandbox(f.sandboxId()),
+    calls: ['stopContainer app grace=30', 'stopContainer sidecar grace=30', 'runPodSandbox attempt=1', 'createContainer app attempt=1', 'startContainer app', 'createContainer sidecar attempt=1', 'startContainer sidecar'],
+    results: ['KillContainer app', 'KillContainer sidecar', 'CreatePodSandbox sandbox#1', 'StartContainer app', 'StartContainer sidecar'],
+    events: ['Killing app: Stopping container app', 'SandboxChanged: Pod sandbox changed, it will be killed and re-created.'],
+  },
+  {
+    name: 'step 1: a container that cannot be killed ends the sync before a new sandbox',
+    runtime: (f) => {
+      f.runtime.exitSandbox(f.sandboxId());
+      f.runtime.failNext('stopContainer', 'Unknown');
+    },
+    calls: ['stopContainer app grace=30', 'stopContainer sidecar grace=30'],
+    results: ['KillContainer app: ErrKillContainer', 'KillContainer sidecar'],
+  },
+  {
+    name: 'step 2: the pod\'s grace period is the kill\'s, never under 2 s',
+    pod: (p) => (p.spec!.terminationGracePeriodSeconds = 0),
+    liveness: { app: 'failure' },
+    calls: ['stopContainer app grace=2', 'createContainer app attempt=1', 'startContainer app'],
+    results: ['KillContainer app', 'StartContainer app'],
+  },
+  {
+    name: 'step 1: nothing left to run (restartPolicy Never, all exited): the ready sandbox is stopped',
+    pod: (p) => (p.spec!.restartPolicy = 'Never'),
+    runtime: (f) => {
+      f.runtime.exitContainer(f.idOf('app'), 0);
+      f.runtime.exitContainer(f.idOf('sidecar'), 1);
+    },
+    calls: ['stopPodSandbox sandbox#0'],
+    results: ['KillPod sandbox#0'],
+  },
+  {
+    name: 'step 1: a sandbox that cannot be stopped is ErrKillPodSandbox',
+    pod: (p) => (p.spec!.restartPolicy = 'Never'),
+    runtime: (f) => {
+      f.runtime.exitContainer(f.idOf('app'), 0);
+      f.runtime.exitContainer(f.idOf('sidecar'), 0);
+      f.runtime.failNext('stopPodSandbox', 'DeadlineExceeded');
+    },
+    calls: ['stopPodSandbox sandbox#0'],
+    results: ['KillPod sandbox#0: ErrKillPodSandbox'],
+  },
+  {
+    name: 'step 2: liveness failed: killed with the reason, then restarted in the same sandbox',
+    liveness: { app: 'failure' },
+    calls: ['stopContainer app grace=30', 'createContainer app attempt=1', 'startContainer app'],
+    results: ['KillContainer app', 'StartContainer app'],
+    events: ['Killing app: Container app failed liveness probe, will be restarted'],
+  },
+  {
+    name: 'step 2: the spec of a container changed: killed as "definition changed", started from the new spec',
+    pod: (p) => (p.spec!.containers[1]!.args = ['sleep', '7200']),
+    calls: ['stopContainer sidecar grace=30', 'createContainer sidecar attempt=1', 'startContainer sidecar'],
+    results: ['KillContainer sidecar', 'StartContainer sidecar'],
+    events: ['Killing sidecar: Container sidecar definition changed'],
+  },
+  {
+    name: 'step 2: a failed kill is ErrKillContainer and does not end the sync: the restart is still tried',
+    liveness: { app: 'failure' },
+    runtime: (f) => f.runtime.failNext('stopContainer', 'Unknown'),
+    calls: ['stopContainer app grace=30', 'createContainer app attempt=1', 'startContainer app'],
+    results: ['KillContainer app: ErrKillContainer', 'StartContainer app'],
+  },
+  {
+    name: 'step 3: a volume that cannot be set up: a MountVolume result, nothing created',
+    fresh: true,
+    runtime: (f) => (f.volumes.failVolume = 'data'),
+    calls: [],
+    results: ['MountVolume data: FailedMount'],
+    events: ['FailedMount: MountVolume.SetUp failed for volume "data" : not found'],
+  },
+  {
+    name: 'step 4: the sandbox cannot be created: ErrCreatePodSandbox, no container is tried',
+    fresh: true,
+    runtime: (f) => f.runtime.failNext('runPodSandbox', 'Unknown'),
+    calls: ['runPodSandbox attempt=0'],
+    results: ['CreatePodSandbox: ErrCreatePodSandbox'],
+    events: ['FailedCreatePodSandBox: Failed to create pod sandbox: RunPodSandbox: injected Unknown failure'],
+  },
+  {
+    name: 'step 5: a new sandbox starts only the first init container',
+    fresh: true,
+    pod: inits,
+    calls: ['runPodSandbox attempt=0', 'createContainer init-a attempt=0', 'startContainer init-a'],
+    results: ['CreatePodSandbox sandbox#0', 'StartContainer init-a'],
+  },
+  {
+    name: 'step 5: init containers start in order, before the app containers',
+    fresh: true,
+    pod: inits,
+    actions: (a) => {
+      a.initContainersToStart.push({ name: 'init-b', specIndex: 1, restartCount: 0, reason: '' });
+      a.containersToStart.push({ name: 'app', specIndex: 0, restartCount: 0, reason: '' });
+    },
+    calls: ['runPodSandbox attempt=0', 'createContainer init-a attempt=0', 'startContainer init-a', 'createContainer init-b attempt=0', 'startContainer init-b', 'createContainer app attempt=0', 'startContainer app'],
+    results: ['CreatePodSandbox sandbox#0', 'StartContainer init-a', 'StartContainer init-b', 'StartContainer app'],
+  },
+  {
+    name: 'step 5: an init container that cannot be created ends the sync',
+    fresh: true,
+    pod: inits,
+    runtime: (f) => f.runtime.failNext('createContainer', 'Unknown'),
+    actions: (a) => {
+      a.initContainersToStart.push({ name: 'init-b', specIndex: 1, restartCount: 0, reason: '' });
+      a.containersToStart.push({ name: 'app', specIndex: 0, restartCount: 0, reason: '' });
+    },
+    calls: ['runPodSandbox attempt=0', 'createContainer init-a attempt=0'],
+    results: ['CreatePodSandbox sandbox#0', 'StartContainer init-a: CreateContainerError'],
+  },
+  {
+    name: 'step 5: a sidecar that fails to start does not end the sync',
+    fresh: true,
+    pod: (p) => {
+      inits(p);
+      p.spec!.initContainers![0]!.restartPolicy = 'Always';
+    },
+    runtime: (f) => f.runtime.onStart((c) => (c.name === 'init-a' ? 'exec: "true": executable file not found in $PATH' : undefined)),
+    actions: (a) => a.initContainersToStart.push({ name: 'init-b', specIndex: 1, restartCount: 0, reason: '' }),
+    calls: ['runPodSandbox attempt=0', 'createContainer init-a attempt=0', 'startContainer init-a', 'createContainer init-b attempt=0', 'startContainer init-b'],
+    results: ['CreatePodSandbox sandbox#0', 'StartContainer init-a: RunContainerError', 'StartContainer init-b'],
+  },
+  {
+    name: 'step 6: an exited container restarts with the next attempt and its crash back-off starts',
+    runtime: (f) => f.runtime.exitContainer(f.idOf('app'), 1),
+    calls: ['createContainer app attempt=1', 'startContainer app'],
+    results: ['StartContainer app'],
+    check: (f) => expect(f.crashBackoff.get(`${uid}/app`)?.durationMs).toBe(10_000),
+  },
+  {
+    name: 'step 6: CrashLoopBackOff: a container in back-off is skipped, the other one restarts',
+    runtime: (f) => {
+      f.runtime.exitContainer(f.idOf('app'), 1);
+      f.runtime.exitContainer(f.idOf('sidecar'), 1);
+      f.crashBackoff.next(`${uid}/app`, f.clock.now());
+    },
+    calls: ['createContainer sidecar attempt=1', 'startContainer sidecar'],
+    results: ['StartContainer sidecar'],
+  },
+  {
+    name: 'step 6: an image that cannot be pulled: ErrImagePull, the next container is still started',
+    fresh: true,
+    pod: (p) => (p.spec!.containers[0]!.image = 'localhost/nodelet/missing:1'),
+    runtime: (f) => f.runtime.failPulls('localhost/nodelet/missing:1'),
+    calls: ['runPodSandbox attempt=0', 'pullImage localhost/nodelet/missing:1', 'createContainer sidecar attempt=0', 'startContainer sidecar'],
+    results: ['CreatePodSandbox sandbox#0', 'StartContainer app: ErrImagePull', 'StartContainer sidecar'],
+    events: ['Failed app: Error: ErrImagePull'],
+  },
+  {
+    name: 'step 6: a pull in back-off is ImagePullBackOff and not tried',
+    fresh: true,
+    pod: (p) => (p.spec!.containers[0]!.image = 'localhost/nodelet/missing:1'),
+    runtime: (f) => f.pullBackoff.next(`${uid}/localhost/nodelet/missing:1`, f.clock.now()),
+    calls: ['runPodSandbox attempt=0', ...startBoth.slice(2)],
+    results: ['CreatePodSandbox sandbox#0', 'StartContainer app: ImagePullBackOff', 'StartContainer sidecar'],
+    events: ['BackOff app: Back-off pulling image "localhost/nodelet/missing:1"'],
+  },
+  {
+    name: 'step 6: CreateContainer fails: CreateContainerError, the next container is still started',
+    fresh: true,
+    runtime: (f) => {
+      f.runtime.failNext('createContainer', 'Unknown');
+    },
+    calls: ['runPodSandbox attempt=0', 'createContainer app attempt=0', 'createContainer sidecar attempt=0', 'startContainer sidecar'],
+    results: ['CreatePodSandbox sandbox#0', 'StartContainer app: CreateContainerError', 'StartContainer sidecar'],
+    events: ['Failed app: Error: CreateContainer: injected Unknown failure'],
+  },
+  {
+    name: 'step 6: StartContainer fails: RunContainerError with the runtime\'s message',
+    fresh: true,
+    runtime: (f) => f.runtime.onStart((c) => (c.name === 'sidecar' ? 'exec: "sleep": executable file not found in $PATH' : undefined)),
+    calls: ['runPodSandbox attempt=0', ...startBoth],
+    results: ['CreatePodSandbox sandbox#0', 'StartContainer app', 'StartContainer sidecar: RunContainerError'],
+    events: ['Failed sidecar: Error: StartContainer: exec: "sleep": executable file not found in $PATH'],
+  },
+];
+
+describe('executePodActions', () => {
+  test.each(cases.map((c) => [c.name, c] as const))('%s', async (_name, c) => {
+    const f = fixture();
+    const pod = basePod();
+    if (!c.fresh) {
+      const state = await observe(f);
+      await executePodActions(f.deps, pod, compute(f, pod, state), state, log);
+      expect(f.runtime.peek().containers.map((x) => [x.name, x.state])).toEqual([['app', 'CONTAINER_RUNNING'], ['sidecar', 'CONTAINER_RUNNING']]);
+    }
+    c.pod?.(pod);
+    c.runtime?.(f, pod);
+    const state = await observe(f);
+    const actions = compute(f, pod, state, c.liveness);
+    c.actions?.(actions);
+    f.runtime.clearCalls();
+    f.events.events.length = 0;
+    f.files.operations.length = 0;
+    f.volumes.setUps.length = 0;
+
+    const results = await executePodActions(f.deps, pod, actions, state, log);
+
+    const names = new Map<string, string>();
+    nameIds(f, names);
+    expect(describeCalls(f.runtime.calls, names)).toEqual(c.calls);
+    expect(describeResults(results, names)).toEqual(c.results);
+    const events = f.events.events.map((e) => `${e.reason}${e.container ? ` ${e.container}` : ''}: ${e.message}`);
+    expect(events).toEqual(expect.arrayContaining(c.events ?? []));
+    c.check?.(f);
+  });
+});
+
+describe('terminatePod', () => {
+  test('stops containers, then sandboxes, reads the final status in between, removes everything and the log directory', async () => {
+    const f = fixture();
+    const pod = basePod();
+    pod.spec!.terminationGracePeriodSeconds = 10;
+    let state = await observe(f);
+    await executePodActions(f.deps, pod, compute(f, pod, state), state, log);
+    state = await observe(f);
+    f.runtime.clearCalls();
+    const seenAtAfterKill: string[] = [];
+    await terminatePod(f.deps, pod, state, 10, logDir, log, undefined, async () => {
+      seenAtAfterKill.push(...f.runtime.peek().containers.map((c) => `${c.name} ${c.state}`));
+    });
+    const names = new Map<string, string>();
+    for (const s of state.sandboxes) names.set(s.id, `sandbox#${s.attempt}`);
+    for (const c of state.containers) names.set(c.id, c.name);
+    expect(describeCalls(f.runtime.calls, names).sort()).toEqual(
+      ['stopContainer app grace=10', 'stopContainer sidecar grace=10', 'stopPodSandbox sandbox#0', 'removePodSandbox sandbox#0'].sort(),
+    );
+    expect(seenAtAfterKill).toEqual(['app CONTAINER_EXITED', 'sidecar CONTAINER_EXITED']);
+    expect(f.runtime.peek()).toEqual({ sandboxes: [], containers: [] });
+    expect(f.volumes.tearDowns).toEqual([uid]);
+    expect(f.files.exists(logDir)).toBe(false);
+    expect(f.files.pathsOf('removeAll')).toEqual([logDir]);
+  });
+
+  test('a container that cannot be stopped: FailedKillPod, nothing removed, the error thrown for a retry', async () => {
+    const f = fixture();
+    const pod = basePod();
+    let state = await observe(f);
+    await executePodActions(f.deps, pod, compute(f, pod, state), state, log);
+    state = await observe(f);
+    f.runtime.failNext('stopContainer', 'Unknown');
+    f.runtime.clearCalls();
+    await expect(terminatePod(f.deps, pod, state, 30, logDir, log)).rejects.toThrow(/KillContainer app: .*injected Unknown failure/);
+    expect(f.runtime.callsOf('removePodSandbox')).toEqual([]);
+    expect(f.volumes.tearDowns).toEqual([]);
+    expect(f.events.reasons()).toContain('FailedKillPod');
+  });
+});
