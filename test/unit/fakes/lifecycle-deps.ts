@@ -66,8 +66,11 @@ export class FakeVolumes {
   readonly tearDowns: string[] = [];
   /** When set, set-ups fail with this volume's FailedMount. */
   failVolume?: string;
+  /** When set, set-ups wait for it to resolve. */
+  hold?: Promise<void>;
   async setUp(pod: V1Pod): Promise<void> {
     this.setUps.push(pod.metadata!.uid!);
+    await this.hold;
     if (this.failVolume) {
       const message = `MountVolume.SetUp failed for volume "${this.failVolume}" : not found`;
       throw new VolumeSetUpError(message, undefined, [{ volume: this.failVolume, message }]);

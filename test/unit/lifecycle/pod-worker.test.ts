@@ -1,0 +1,230 @@
+// One pod's worker on the in-memory runtime and the fake clock: the one-way lifecycle (syncing -> terminating ->
+// terminated), updates merged during a sync, termination cancelling a sync, the grace period that only decreases,
+// retries and back-off on the clock, and the statuses it publishes.
+import type { V1Pod } from '@kubernetes/client-node';
+import { PodWorker } from '../../../src/lifecycle/pod-worker.js';
+import { lifecycleFakes, testImage, type LifecycleFakes } from '../fakes/lifecycle-deps.js';
+
+const uid = 'uid-1';
+const imageV2 = 'localhost/nodelet/busybox:v2';
+const imageV3 = 'localhost/nodelet/busybox:v3';
+
+function basePod(image = testImage): V1Pod {
+  return {
+    metadata: { name: 'web', namespace: 'default', uid },
+    spec: { restartPolicy: 'Always', terminationGracePeriodSeconds: 30, containers: [{ name: 'app', image }] },
+  };
+}
+
+function setup() {
+  const f = lifecycleFakes();
+  f.runtime.addImage(imageV2);
+  f.runtime.addImage(imageV3);
+  const pod = basePod();
+  const worker = new PodWorker(f.deps, pod, { uid, name: 'web', namespace: 'default', gracePeriodSeconds: 30 });
+  /** Lets every sync under way finish (the fakes answer without timers), firing no timer. */
+  const idle = () => f.clock.advance(0);
+  const containers = () => f.runtime.peek().containers.map((c) => `${c.name}#${c.attempt} ${c.state}`);
+  const phases = () => f.statuses.map((s) => `${s.status.phase}${s.final ? ' (final)' : ''}`);
+  return { f, pod, worker, idle, containers, phases };
+}
+
+async function running(t: ReturnType<typeof setup>): Promise<void> {
+  t.worker.wake();
+  await t.idle();
+  expect(t.containers()).toEqual(['app#0 CONTAINER_RUNNING']);
+  t.f.runtime.clearCalls();
+}
+
+const imagesAsked = (f: LifecycleFakes) => f.runtime.callsOf('imageStatus').map((c) => c.args.image);
+
+describe('syncing', () => {
+  test('a new worker syncs its pod into the runtime and publishes Pending, then Running', async () => {
+    const t = setup();
+    expect(t.worker.state).toBe('syncing');
+    await running(t);
+    expect(t.phases()).toEqual(['Pending', 'Running']);
+    expect(t.worker.apiPod()?.status?.containerStatuses?.map((c) => [c.name, Object.keys(c.state ?? {})])).toEqual([['app', ['running']]]);
+    expect(t.f.prober.updates).toEqual([uid]);
+  });
+
+  test('updates that arrive during a sync are merged: one more sync, with the latest spec', async () => {
+    const t = setup();
+    const held = t.f.runtime.holdNext('runPodSandbox');
+    t.worker.wake();
+    await held.reached;
+    t.worker.update(basePod(imageV2));
+    t.worker.update(basePod(imageV3));
+    held.release();
+    await t.idle();
+    expect(imagesAsked(t.f)).toEqual([testImage, imageV3]);
+    expect(t.f.runtime.peek().containers.map((c) => [c.attempt, c.config.image.image, c.state])).toEqual([
+      [0, testImage, 'CONTAINER_EXITED'],
+      [1, imageV3, 'CONTAINER_RUNNING'],
+    ]);
+    expect(t.worker.apiPod()?.spec?.containers[0]?.image).toBe(imageV3);
+  });
+
+  test('an update that changes only the status or resourceVersion does not wake the worker', async () => {
+    const t = setup();
+    await running(t);
+    t.worker.update({ ...basePod(), metadata: { ...basePod().metadata, resourceVersion: '7' }, status: { phase: 'Running' } });
+    await t.idle();
+    expect(t.f.runtime.calls).toEqual([]);
+  });
+
+  test('a failed step is retried after errorRetryMs on the clock', async () => {
+    const t = setup();
+    t.f.runtime.failNext('runPodSandbox', 'Unknown');
+    t.worker.wake();
+    await t.idle();
+    expect(t.containers()).toEqual([]);
+    await t.f.clock.advance(999);
+    expect(t.f.runtime.callsOf('runPodSandbox')).toHaveLength(1);
+    await t.f.clock.advance(1);
+    expect(t.f.runtime.callsOf('runPodSandbox')).toHaveLength(2);
+    expect(t.containers()).toEqual(['app#0 CONTAINER_RUNNING']);
+  });
+
+  test('a crashed container waits out its back-off as CrashLoopBackOff, then restarts when the clock gets there', async () => {
+    const t = setup();
+    await running(t);
+    t.f.runtime.exitContainer(t.f.runtime.peek().containers[0]!.id, 1);
+    t.worker.wake(); // as the relist would
+    await t.idle();
+    expect(t.containers()).toEqual(['app#0 CONTAINER_EXITED', 'app#1 CONTAINER_RUNNING']);
+    t.f.runtime.exitContainer(t.f.runtime.peek().containers[1]!.id, 1);
+    t.worker.wake();
+    await t.idle();
+    // The older dead instance is collected: one dead container is kept per name.
+    expect(t.containers()).toEqual(['app#1 CONTAINER_EXITED']);
+    expect(t.worker.apiPod()?.status?.containerStatuses?.[0]?.state?.waiting?.reason).toBe('CrashLoopBackOff');
+    expect(t.f.events.reasons()).toContain('BackOff');
+    await t.f.clock.advance(9_999);
+    expect(t.f.runtime.callsOf('createContainer')).toHaveLength(1);
+    await t.f.clock.advance(1);
+    expect(t.containers()).toEqual(['app#1 CONTAINER_EXITED', 'app#2 CONTAINER_RUNNING']);
+  });
+});
+
+describe('terminating', () => {
+  test('termination stops and removes the pod, publishes a final status, and the worker ends terminated', async () => {
+    const t = setup();
+    await running(t);
+    t.worker.terminate();
+    expect(t.worker.state).toBe('terminating');
+    await t.idle();
+    await t.worker.terminated;
+    expect(t.worker.state).toBe('terminated');
+    expect(t.f.runtime.peek()).toEqual({ sandboxes: [], containers: [] });
+    expect(t.f.runtime.callsOf('stopContainer').map((c) => c.args.timeoutSeconds)).toEqual([30]);
+    expect(t.f.prober.removed).toEqual([uid]);
+    expect(t.f.volumes.tearDowns).toEqual([uid]);
+    const final = t.f.statuses.filter((s) => s.final);
+    expect(final.map((s) => s.status.containerStatuses?.[0]?.state?.terminated?.exitCode)).toEqual([143]);
+  });
+
+  test('termination cancels a running sync: its held call is cancelled and the sync does not restart the probes', async () => {
+    const t = setup();
+    const held = t.f.runtime.holdNext('createContainer');
+    t.worker.wake();
+    await held.reached;
+    t.worker.terminate();
+    await t.idle();
+    await t.worker.terminated;
+    expect(t.f.runtime.callsOf('startContainer')).toEqual([]);
+    expect(t.f.runtime.peek()).toEqual({ sandboxes: [], containers: [] });
+    expect(t.f.prober.updates).toEqual([]);
+    expect(t.worker.state).toBe('terminated');
+  });
+
+  test('a sync that outlives its cancellation does not hand the pod back to the prober termination removed it from', async () => {
+    const t = setup();
+    await running(t);
+    let release!: () => void;
+    t.f.volumes.hold = new Promise((r) => (release = r));
+    t.worker.wake(); // nothing to do but refresh the volumes, which hangs
+    await t.idle();
+    t.worker.terminate();
+    expect(t.f.prober.removed).toEqual([uid]);
+    release();
+    await t.idle();
+    await t.worker.terminated;
+    expect(t.f.prober.updates).toEqual([uid]); // the first sync's only
+  });
+
+  test('a shorter grace period restarts the stop under way with it; a longer one changes nothing', async () => {
+    const t = setup();
+    await running(t);
+    const held = t.f.runtime.holdNext('stopContainer');
+    t.worker.terminate();
+    await held.reached;
+    t.worker.terminate(5);
+    const second = t.f.runtime.holdNext('stopContainer');
+    await second.reached;
+    t.worker.terminate(60);
+    t.worker.terminate();
+    second.release();
+    await t.idle();
+    await t.worker.terminated;
+    expect(t.f.runtime.callsOf('stopContainer').map((c) => c.args.timeoutSeconds)).toEqual([30, 5]);
+    expect(t.f.runtime.peek().sandboxes).toEqual([]);
+  });
+
+  test('the grace period given when termination starts replaces the pod\'s', async () => {
+    const t = setup();
+    await running(t);
+    t.worker.terminate(3);
+    await t.idle();
+    expect(t.f.runtime.callsOf('stopContainer').map((c) => c.args.timeoutSeconds)).toEqual([3]);
+  });
+
+  test('a failed termination is retried after errorRetryMs on the clock until the pod is gone', async () => {
+    const t = setup();
+    await running(t);
+    t.f.runtime.failNext('stopContainer', 'Unknown');
+    t.worker.terminate();
+    await t.idle();
+    // As kubelet, the sandbox is stopped even so (which kills the container), but nothing is removed.
+    expect(t.f.runtime.methods().filter((m) => !m.startsWith('list'))).toEqual(['stopContainer', 'stopPodSandbox']);
+    expect(t.f.events.reasons()).toContain('FailedKillPod');
+    expect(t.worker.state).toBe('terminating');
+    await t.f.clock.advance(999);
+    expect(t.worker.state).toBe('terminating');
+    expect(t.f.runtime.peek().sandboxes).toHaveLength(1);
+    await t.f.clock.advance(1);
+    expect(t.worker.state).toBe('terminated');
+    expect(t.f.runtime.peek()).toEqual({ sandboxes: [], containers: [] });
+  });
+
+  test('a terminated worker ignores later updates, terminations and wakes', async () => {
+    const t = setup();
+    await running(t);
+    t.worker.terminate();
+    await t.idle();
+    await t.worker.terminated;
+    t.f.runtime.clearCalls();
+    const published = t.f.statuses.length;
+    t.worker.update(basePod(imageV2));
+    t.worker.terminate(1);
+    t.worker.wake();
+    await t.f.clock.advance(120_000);
+    expect(t.f.runtime.calls).toEqual([]);
+    expect(t.f.statuses).toHaveLength(published);
+    expect(t.worker.state).toBe('terminated');
+    expect(t.worker.apiPod()?.spec?.containers[0]?.image).toBe(testImage);
+  });
+
+  test('a worker for a pod known only from the runtime starts terminating and removes it with its grace period', async () => {
+    const t = setup();
+    await running(t);
+    const orphan = new PodWorker(t.f.deps, undefined, { uid, name: 'web', namespace: 'default', gracePeriodSeconds: 7 });
+    expect(orphan.state).toBe('terminating');
+    expect(orphan.apiPod()).toBeUndefined();
+    orphan.wake();
+    await t.idle();
+    await orphan.terminated;
+    expect(t.f.runtime.callsOf('stopContainer').map((c) => c.args.timeoutSeconds)).toEqual([7]);
+    expect(t.f.runtime.peek()).toEqual({ sandboxes: [], containers: [] });
+  });
+});
