@@ -22,7 +22,7 @@ fi
 
 cache=${NODELET_CACHE:-/var/cache/nodelet}
 export GOMODCACHE=$cache/go/mod GOCACHE=$cache/go/build
-export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-mod=readonly GOWORK=off
+export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS="-mod=readonly -buildvcs=false" GOWORK=off
 
 k8s_version=$(awk '($1 == "k8s.io/kubernetes" && $2 ~ /^v1\./) { print $2 } ($1 == "require" && $2 == "k8s.io/kubernetes") { print $3 }' kube/go.mod)
 if [ -z "$k8s_version" ]; then echo "kube-build: kube/go.mod does not require k8s.io/kubernetes" >&2; exit 1; fi
@@ -64,8 +64,13 @@ elapsed() { local s=$(($(date +%s) - start)); printf '%dm%02ds' $((s / 60)) $((s
 cd "$repo/kube"
 echo "kube-build: building Kubernetes $k8s_version with $("$go" version | cut -d' ' -f3) into $bin (GOMODCACHE=$GOMODCACHE, GOCACHE=$GOCACHE)" >&2
 echo "kube-build: downloading the modules the ${#names[@]} binaries need..." >&2
-"$go" list -deps "${pkgs[@]}" >/dev/null
-echo "kube-build: modules ready after $(elapsed)" >&2
+if ! list_err=$("$go" list -deps "${pkgs[@]}" 2>&1 >/dev/null); then
+  echo "$list_err" >&2
+  echo "kube-build: could not get the modules (the Go module proxy must be reachable on a fresh machine)" >&2
+  exit 1
+fi
+echo "$list_err" | grep -v '^go: downloading ' >&2 || true
+echo "kube-build: modules ready after $(elapsed) ($(echo "$list_err" | grep -c '^go: downloading ' || true) downloaded)" >&2
 
 # Version stamping as Kubernetes' hack/lib/version.sh does it (kubeadm and kubelet compare versions); the build
 # date is the release's time from the module proxy, so a rebuild yields the same binaries.
