@@ -28,14 +28,17 @@ k8s_version=$(awk '($1 == "k8s.io/kubernetes" && $2 ~ /^v1\./) { print $2 } ($1 
 if [ -z "$k8s_version" ]; then echo "kube-build: kube/go.mod does not require k8s.io/kubernetes" >&2; exit 1; fi
 bin=$cache/kube/$k8s_version/bin
 
-# Binary name => package. etcd's main package is the root of go.etcd.io/etcd/server/v3 (the version k8s.io/kubernetes pins).
-names=(kubectl kubeadm kube-scheduler kube-proxy kube-controller-manager kubelet kube-apiserver etcd)
-pkgs=(k8s.io/kubernetes/cmd/kubectl k8s.io/kubernetes/cmd/kubeadm k8s.io/kubernetes/cmd/kube-scheduler
-  k8s.io/kubernetes/cmd/kube-proxy k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubelet
-  k8s.io/kubernetes/cmd/kube-apiserver go.etcd.io/etcd/server/v3)
+# The Kubernetes binaries, built from kube/ (k8s.io/kubernetes with its staging modules at their published versions).
+k8s_names=(kubectl kubeadm kube-scheduler kube-proxy kube-controller-manager kubelet kube-apiserver)
+k8s_pkgs=()
+for n in "${k8s_names[@]}"; do k8s_pkgs+=("k8s.io/kubernetes/cmd/$n"); done
+# etcd, built from kube/etcd/ (its own module, so its requirements do not change the Kubernetes build): its main
+# package is the root of go.etcd.io/etcd/server/v3.
+etcd_pkg=go.etcd.io/etcd/server/v3
+names=("${k8s_names[@]}" etcd)
 
 # The stamp names everything the binaries depend on: the pinned modules, this script and the Go version.
-stamp=$({ cat kube/go.mod kube/go.sum "$script"; "$go" version; } | sha256sum | cut -d' ' -f1)
+stamp=$({ cat kube/go.mod kube/go.sum kube/etcd/go.mod kube/etcd/go.sum "$script"; "$go" version; } | sha256sum | cut -d' ' -f1)
 
 up_to_date() {
   [ -f "$bin/.stamp" ] && [ "$(cat "$bin/.stamp")" = "$stamp" ] || return 1
@@ -61,20 +64,25 @@ fi
 start=$(date +%s)
 elapsed() { local s=$(($(date +%s) - start)); printf '%dm%02ds' $((s / 60)) $((s % 60)); }
 
-cd "$repo/kube"
-echo "kube-build: building Kubernetes $k8s_version with $("$go" version | cut -d' ' -f3) into $bin (GOMODCACHE=$GOMODCACHE, GOCACHE=$GOCACHE)" >&2
+echo "kube-build: building Kubernetes $k8s_version and etcd $(awk '$1 == "require" && $2 == "'$etcd_pkg'" { print $3 }' kube/etcd/go.mod) with $("$go" version | cut -d' ' -f3) into $bin (GOMODCACHE=$GOMODCACHE, GOCACHE=$GOCACHE)" >&2
 echo "kube-build: downloading the modules the ${#names[@]} binaries need..." >&2
-if ! list_err=$("$go" list -deps "${pkgs[@]}" 2>&1 >/dev/null); then
-  echo "$list_err" >&2
-  echo "kube-build: could not get the modules (the Go module proxy must be reachable on a fresh machine)" >&2
-  exit 1
-fi
-echo "$list_err" | grep -v '^go: downloading ' >&2 || true
-echo "kube-build: modules ready after $(elapsed) ($(echo "$list_err" | grep -c '^go: downloading ' || true) downloaded)" >&2
+downloads=0
+for mod in kube:"${k8s_pkgs[*]}" kube/etcd:"$etcd_pkg"; do
+  # shellcheck disable=SC2086 # the package list splits on purpose
+  if ! list_err=$(cd "$repo/${mod%%:*}" && "$go" list -deps ${mod#*:} 2>&1 >/dev/null); then
+    echo "$list_err" >&2
+    echo "kube-build: could not get the modules of ${mod%%:*}/go.mod (a fresh machine needs the Go module proxy)" >&2
+    exit 1
+  fi
+  other=$(echo "$list_err" | grep -v '^go: downloading ' || true)
+  if [ -n "$other" ]; then echo "$other" >&2; fi
+  downloads=$((downloads + $(echo "$list_err" | grep -c '^go: downloading ' || true)))
+done
+echo "kube-build: modules ready after $(elapsed) ($downloads downloaded)" >&2
 
 # Version stamping as Kubernetes' hack/lib/version.sh does it (kubeadm and kubelet compare versions); the build
 # date is the release's time from the module proxy, so a rebuild yields the same binaries.
-build_date=$("$go" list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' k8s.io/kubernetes)
+build_date=$(cd "$repo/kube" && "$go" list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' k8s.io/kubernetes)
 minor=${k8s_version#v1.}
 minor=${minor%%.*}
 ldflags="-s -w"
@@ -86,31 +94,41 @@ done
 out=$cache/kube/$k8s_version/bin.building
 rm -rf "$out"
 mkdir -p "$out"
-# One go build for all binaries: their shared packages compile once, both cores stay busy, and each binary is
-# written to $out as soon as it is linked. A watcher prints one line per finished binary.
+# One go build for all Kubernetes binaries: their shared packages compile once, both cores stay busy, and each binary
+# is written to $out as soon as it is linked. A watcher prints one line per finished binary.
+builds_done=$out.done
+rm -f "$builds_done"
 (
   seen=" "
-  while sleep 2; do
+  while :; do
+    last=0
+    [ -e "$builds_done" ] && last=1
     for f in "$out"/*; do
       [ -f "$f" ] || continue
       n=$(basename "$f")
-      [ "$n" = server ] && n=etcd
       case "$seen" in *" $n "*) continue ;; esac
       seen+="$n "
       echo "kube-build:   $n linked at $(elapsed)" >&2
     done
+    [ "$last" = 1 ] && break
+    sleep 2
   done
 ) &
 watcher=$!
+# etcd builds beside the Kubernetes binaries: it is small, and the two builds fill each other's single-threaded links.
+(cd "$repo/kube/etcd" && "$go" build -trimpath -ldflags "-s -w" -o "$out/etcd" "$etcd_pkg") &
+etcd_build=$!
 status=0
-"$go" build -trimpath -ldflags "$ldflags" -o "$out/" "${pkgs[@]}" || status=$?
-kill "$watcher" 2>/dev/null || true
-wait "$watcher" 2>/dev/null || true
-if [ "$status" != 0 ]; then
-  echo "kube-build: go build failed after $(elapsed) (exit $status)" >&2
-  exit "$status"
+(cd "$repo/kube" && "$go" build -trimpath -ldflags "$ldflags" -o "$out/" "${k8s_pkgs[@]}") || status=$?
+etcd_status=0
+wait "$etcd_build" || etcd_status=$?
+touch "$builds_done"
+wait "$watcher" || true
+rm -f "$builds_done"
+if [ "$status" != 0 ] || [ "$etcd_status" != 0 ]; then
+  echo "kube-build: go build failed after $(elapsed) (Kubernetes: exit $status, etcd: exit $etcd_status)" >&2
+  exit 1
 fi
-mv "$out/server" "$out/etcd"
 for n in "${names[@]}"; do
   if [ ! -x "$out/$n" ]; then echo "kube-build: $n was not built" >&2; exit 1; fi
 done
