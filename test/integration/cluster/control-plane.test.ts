@@ -4,7 +4,7 @@
 // credentials are held to its own Node by NodeRestriction while the controller-manager gives that Node a pod CIDR.
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -28,7 +28,7 @@ async function freePorts(n: number): Promise<number[]> {
 
 const dir = await mkdtemp(join(tmpdir(), 'nodelet-cp-'));
 const binDir = await ensureBinaries();
-let cp: ControlPlane | undefined;
+let plane: ControlPlane | undefined;
 let pids: number[] = [];
 
 /** Runs the built kubectl: `out` is its stdout, `err` its stderr (warnings, errors). */
@@ -60,7 +60,7 @@ async function createAs(kubeconfig: string, manifest: string): Promise<{ code: n
 
 beforeAll(async () => {
   const [apiServerPort, etcdClientPort, etcdPeerPort, etcdMetricsPort, controllerManagerPort, schedulerPort] = await freePorts(6);
-  cp = await up({ dir, binDir, apiServerPort, etcdClientPort, etcdPeerPort, etcdMetricsPort, controllerManagerPort, schedulerPort });
+  plane = await up({ dir, binDir, apiServerPort, etcdClientPort, etcdPeerPort, etcdMetricsPort, controllerManagerPort, schedulerPort });
   pids = Object.values(await runningPids(dir));
 }, 600_000);
 
@@ -85,14 +85,35 @@ test("kubeadm's phases created kube-system's configuration, CoreDNS and kube-pro
   const cms = (await admin('get', 'configmaps', '-n', 'kube-system', '-o', 'name')).split('\n');
   for (const name of ['kubeadm-config', 'kubelet-config', 'kube-proxy', 'coredns']) expect(cms).toContain(`configmap/${name}`);
   const clusterConfig = await admin('get', 'configmap', 'kubeadm-config', '-n', 'kube-system', '-o', 'jsonpath={.data.ClusterConfiguration}');
-  expect(clusterConfig).toContain(`podSubnet: ${cp!.settings.clusterCidr}`);
-  expect(clusterConfig).toContain(`serviceSubnet: ${cp!.settings.serviceCidr}`);
+  expect(clusterConfig).toContain(`podSubnet: ${plane!.settings.clusterCidr}`);
+  expect(clusterConfig).toContain(`serviceSubnet: ${plane!.settings.serviceCidr}`);
   expect(await admin('get', 'daemonset', 'kube-proxy', '-n', 'kube-system', '-o', 'name')).toBe('daemonset.apps/kube-proxy\n');
   expect(await admin('get', 'deployment', 'coredns', '-n', 'kube-system', '-o', 'name')).toBe('deployment.apps/coredns\n');
   // CoreDNS's Service sits on the service range's tenth address, as kubelet-config's clusterDNS says.
   expect(await admin('get', 'service', 'kube-dns', '-n', 'kube-system', '-o', 'jsonpath={.spec.clusterIP}')).toBe('10.96.0.10');
+  // kube-proxy reaches the API server where it listens (controlPlaneEndpoint).
+  const proxyKubeconfig = await admin('get', 'configmap', 'kube-proxy', '-n', 'kube-system', '-o', 'jsonpath={.data.kubeconfig\\.conf}');
+  expect(proxyKubeconfig).toContain(`server: https://127.0.0.1:${plane!.settings.apiServerPort}`);
   const kubeletConfig = await admin('get', 'configmap', 'kubelet-config', '-n', 'kube-system', '-o', 'jsonpath={.data.kubelet}');
   expect(kubeletConfig).toContain('10.96.0.10');
+});
+
+test("kubeadm takes the PKI for its own: its certs phase keeps every file of the certificatesDir", async () => {
+  const copy = await mkdtemp(join(tmpdir(), 'nodelet-cp-pki-'));
+  try {
+    await cp(join(dir, 'pki'), join(copy, 'pki'), { recursive: true });
+    const config = (await readFile(join(dir, 'kubeadm.yaml'), 'utf8')).replaceAll(`${dir}/`, `${copy}/`);
+    await writeFile(join(copy, 'kubeadm.yaml'), config);
+    const digests = async () => (await execFileAsync('bash', ['-c', 'cd "$1" && find . -type f | sort | xargs sha256sum', '-', join(copy, 'pki')])).stdout;
+    const before = await digests();
+    const { stdout } = await execFileAsync(join(binDir, 'kubeadm'), ['init', 'phase', 'certs', 'all', '--config', join(copy, 'kubeadm.yaml')], { encoding: 'utf8' });
+    expect(stdout).toContain('Using existing ca certificate authority');
+    expect(stdout).toContain('Using existing apiserver certificate and key on disk');
+    expect(stdout).not.toContain('Generating');
+    expect(await digests()).toBe(before);
+  } finally {
+    await rm(copy, { recursive: true, force: true });
+  }
 });
 
 test('the join command carries a live bootstrap token, signed into cluster-info, and the CA hash', async () => {
@@ -100,7 +121,7 @@ test('the join command carries a live bootstrap token, signed into cluster-info,
   const m = /^kubeadm join (\S+) --token ([a-z0-9]{6})\.([a-z0-9]{16}) --discovery-token-ca-cert-hash (sha256:[0-9a-f]{64})$/.exec(joinCommand);
   expect(m).not.toBeNull();
   const [, endpoint, tokenId, , hash] = m!;
-  expect(endpoint).toBe(`127.0.0.1:${cp!.settings.apiServerPort}`);
+  expect(endpoint).toBe(`127.0.0.1:${plane!.settings.apiServerPort}`);
   expect(hash).toBe(caCertHash(await readFile(join(dir, 'ca.crt'), 'utf8')));
   const secret = JSON.parse(await admin('get', 'secret', `bootstrap-token-${tokenId}`, '-n', 'kube-system', '-o', 'json')) as { type: string };
   expect(secret.type).toBe('bootstrap.kubernetes.io/token');
@@ -117,7 +138,7 @@ test('the join command carries a live bootstrap token, signed into cluster-info,
   expect(keys).toContain(`jws-kubeconfig-${tokenId}`);
   // cluster-info is readable without credentials, as `kubeadm join` discovery reads it.
   const anon = await execFileAsync('curl', ['-sS', '--cacert', join(dir, 'ca.crt'),
-    `https://127.0.0.1:${cp!.settings.apiServerPort}/api/v1/namespaces/kube-public/configmaps/cluster-info`], { encoding: 'utf8' });
+    `https://127.0.0.1:${plane!.settings.apiServerPort}/api/v1/namespaces/kube-public/configmaps/cluster-info`], { encoding: 'utf8' });
   expect(anon.stdout).toContain(`jws-kubeconfig-${tokenId}`);
 });
 
@@ -150,7 +171,7 @@ test('down stops every process and up brings the same cluster back', async () =>
   expect((await down(dir)).sort()).toEqual([...COMPONENTS].sort());
   expect(await runningPids(dir)).toEqual({});
   for (const pid of pids) expect(existsSync(`/proc/${pid}`) && !readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z')).toBe(false);
-  cp = await up({ dir, binDir });
+  plane = await up({ dir, binDir });
   pids = Object.values(await runningPids(dir));
   expect(pids).toHaveLength(COMPONENTS.length);
   expect(await admin('get', 'node', 'node-a', '-o', 'jsonpath={.metadata.uid}')).toBe(before);
