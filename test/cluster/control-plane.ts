@@ -7,7 +7,8 @@
 //   DIR/ca.crt, DIR/join-command    the cluster CA and a `kubeadm join` line with a fresh bootstrap token
 //   DIR/kubeadm.yaml                the InitConfiguration + ClusterConfiguration the kubeadm phases read
 //   DIR/etcd/                       etcd's data dir
-//   DIR/run/<component>.pid, DIR/logs/<component>.log
+//   DIR/run/<component>.pid, DIR/logs/<component>.log (and logs/kubeadm.log: what the kubeadm phases printed)
+//   DIR/kube-cache/                 kubectl's discovery cache (kept out of ~/.kube)
 //   DIR/cluster.json                ports and CIDRs, so `up` again and `node-credentials` find the same cluster
 import { execFile, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -141,6 +142,14 @@ export async function up(opts: UpOptions): Promise<ControlPlane> {
         log('control-plane: kube-apiserver is ready');
       }
     }
+    // As kubeadm's wait-control-plane with WaitForAllControlPlaneComponents: the controller-manager's /healthz and the
+    // scheduler's /livez on their secure ports. They serve a self-signed certificate made at start (kubeadm gives them
+    // none either), and kubeadm skips verifying it too; those paths need no credentials.
+    await waitReady(dir, 'kube-controller-manager', `https://127.0.0.1:${settings.controllerManagerPort}/healthz`, undefined, undefined,
+      (body) => body.trim() === 'ok', timeoutMs);
+    await waitReady(dir, 'kube-scheduler', `https://127.0.0.1:${settings.schedulerPort}/livez`, undefined, undefined,
+      (body) => body.trim() === 'ok', timeoutMs);
+    log('control-plane: kube-controller-manager and kube-scheduler are healthy');
 
     const kubectl = join(binDir, 'kubectl');
     // What `kubeadm init` does before its phases when it bootstraps admin.conf (EnsureAdminClusterRoleBinding):
@@ -153,7 +162,7 @@ export async function up(opts: UpOptions): Promise<ControlPlane> {
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
       subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'kubeadm:cluster-admins' }],
     }));
-    await run(kubectl, ['--kubeconfig', join(dir, 'super-admin.kubeconfig'), 'apply', '-f', crbFile]);
+    await run(kubectl, ['--kubeconfig', join(dir, 'super-admin.kubeconfig'), '--cache-dir', join(dir, 'kube-cache'), 'apply', '-f', crbFile]);
 
     const kubeadmPhases: ControlPlane['kubeadmPhases'] = [];
     for (const phase of KUBEADM_PHASES) {
@@ -464,10 +473,10 @@ async function stop(pid: number): Promise<void> {
   }
 }
 
-/** Polls an HTTPS health endpoint with a client certificate until `ok(body)`; fails early when the process exits. */
-async function waitReady(dir: string, component: Component, url: string, client: KeyPairPem | undefined, caFile: string,
+/** Polls an HTTPS health endpoint until `ok(body)`, verifying the server against `caFile` (none: not verified). */
+async function waitReady(dir: string, component: Component, url: string, client: KeyPairPem | undefined, caFile: string | undefined,
   ok: (body: string) => boolean, timeoutMs: number): Promise<void> {
-  const ca = await readFile(caFile, 'utf8');
+  const ca = caFile === undefined ? undefined : await readFile(caFile, 'utf8');
   const deadline = Date.now() + timeoutMs;
   let last = '';
   for (;;) {
@@ -491,9 +500,10 @@ async function logTail(dir: string, component: Component): Promise<string> {
   return text.split('\n').slice(-20).join('\n');
 }
 
-function httpsGet(url: string, ca: string, client: KeyPairPem | undefined): Promise<{ status: number; body: string }> {
+function httpsGet(url: string, ca: string | undefined, client: KeyPairPem | undefined): Promise<{ status: number; body: string }> {
   return new Promise((res, rej) => {
-    const req = request(url, { ca, cert: client?.certPem, key: client?.keyPem, timeout: 5_000, agent: false }, (resp) => {
+    const tls = ca === undefined ? { rejectUnauthorized: false } : { ca };
+    const req = request(url, { ...tls, cert: client?.certPem, key: client?.keyPem, timeout: 5_000, agent: false }, (resp) => {
       let body = '';
       resp.setEncoding('utf8');
       resp.on('data', (d: string) => { body += d; });

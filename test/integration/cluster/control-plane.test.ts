@@ -34,7 +34,7 @@ let pids: number[] = [];
 /** Runs the built kubectl: `out` is its stdout, `err` its stderr (warnings, errors). */
 async function kubectl(kubeconfig: string, ...args: string[]): Promise<{ code: number; out: string; err: string }> {
   try {
-    const { stdout, stderr } = await execFileAsync(join(binDir, 'kubectl'), ['--kubeconfig', kubeconfig, ...args], { encoding: 'utf8', timeout: 60_000 });
+    const { stdout, stderr } = await execFileAsync(join(binDir, 'kubectl'), ['--kubeconfig', kubeconfig, '--cache-dir', join(dir, 'kube-cache'), ...args], { encoding: 'utf8', timeout: 60_000 });
     return { code: 0, out: stdout, err: stderr };
   } catch (err) {
     const e = err as { code?: number; stdout?: string; stderr?: string };
