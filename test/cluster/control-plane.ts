@@ -550,7 +550,7 @@ async function resolveSettings(dir: string, opts: UpOptions): Promise<ClusterSet
   const settings = { ...DEFAULT_SETTINGS, ...stored, ...given };
   for (const cidr of [settings.serviceCidr, settings.clusterCidr]) parseCidr(cidr);
   if (parseCidr(settings.clusterCidr).bits > settings.nodeCidrMaskSize) {
-    throw new Error(`nodeCidrMaskSize /${settings.nodeCidrMaskSize} is wider than the cluster CIDR ${settings.clusterCidr}`);
+    throw new Error(`a /${settings.nodeCidrMaskSize} per node (nodeCidrMaskSize) does not fit in the cluster CIDR ${settings.clusterCidr}`);
   }
   if (overlaps(settings.serviceCidr, settings.clusterCidr)) throw new Error(`service CIDR ${settings.serviceCidr} overlaps cluster CIDR ${settings.clusterCidr}`);
   await writeAtomic(join(dir, 'cluster.json'), `${JSON.stringify(settings, null, 2)}\n`, 0o644);
