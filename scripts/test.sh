@@ -19,6 +19,8 @@ cleanup() {
   if [ "$started_runtime" = 1 ]; then bash scripts/runtime.sh down || true; fi
 }
 trap cleanup EXIT
+# The Kubernetes binaries the control-plane tests run (built once into /var/cache/nodelet; a no-op afterwards).
+bash scripts/kube-build.sh >/dev/null
 bash scripts/runtime.sh up
 status=0
 node --experimental-vm-modules node_modules/jest/bin/jest.js --runInBand --json --outputFile="$results" "$@" || status=$?

@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# Builds the Kubernetes binaries (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubeadm, kubelet,
+# kube-proxy) and etcd from their upstream Go modules, as pinned by kube/go.mod and kube/go.sum, into a cache outside
+# the repository keyed by the Kubernetes version:
+#   ${NODELET_CACHE:-/var/cache/nodelet}/kube/<k8s version>/bin
+# with the module and build caches under ${NODELET_CACHE}/go. A second run finds the binaries and builds nothing.
+# Prints the bin directory as its last line. Needs Go (this machine kind has it at /usr/local/go/bin/go).
+set -euo pipefail
+script=$(realpath "$0")
+cd "$(dirname "$script")/.."
+repo=$PWD
+
+go=${GO:-}
+if [ -z "$go" ]; then
+  if command -v go >/dev/null 2>&1; then go=$(command -v go); elif [ -x /usr/local/go/bin/go ]; then go=/usr/local/go/bin/go; fi
+fi
+if [ -z "$go" ] || ! "$go" version >/dev/null 2>&1; then
+  echo "kube-build: no Go toolchain found (not on PATH, not at /usr/local/go/bin/go)." >&2
+  echo "kube-build: Go >= 1.23 is part of this project's machine kind; install it there, then run this again." >&2
+  exit 1
+fi
+
+cache=${NODELET_CACHE:-/var/cache/nodelet}
+export GOMODCACHE=$cache/go/mod GOCACHE=$cache/go/build
+export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS="-mod=readonly -buildvcs=false" GOWORK=off
+
+k8s_version=$(awk '($1 == "k8s.io/kubernetes" && $2 ~ /^v1\./) { print $2 } ($1 == "require" && $2 == "k8s.io/kubernetes") { print $3 }' kube/go.mod)
+if [ -z "$k8s_version" ]; then echo "kube-build: kube/go.mod does not require k8s.io/kubernetes" >&2; exit 1; fi
+bin=$cache/kube/$k8s_version/bin
+
+# The Kubernetes binaries, built from kube/ (k8s.io/kubernetes with its staging modules at their published versions).
+k8s_names=(kubectl kubeadm kube-scheduler kube-proxy kube-controller-manager kubelet kube-apiserver)
+k8s_pkgs=()
+for n in "${k8s_names[@]}"; do k8s_pkgs+=("k8s.io/kubernetes/cmd/$n"); done
+# etcd, built from kube/etcd/ (its own module, so its requirements do not change the Kubernetes build): its main
+# package is the root of go.etcd.io/etcd/server/v3.
+etcd_pkg=go.etcd.io/etcd/server/v3
+names=("${k8s_names[@]}" etcd)
+
+# The stamp names everything the binaries depend on: the pinned modules, this script and the Go version.
+stamp=$({ cat kube/go.mod kube/go.sum kube/etcd/go.mod kube/etcd/go.sum "$script"; "$go" version; } | sha256sum | cut -d' ' -f1)
+
+up_to_date() {
+  [ -f "$bin/.stamp" ] && [ "$(cat "$bin/.stamp")" = "$stamp" ] || return 1
+  local n
+  for n in "${names[@]}"; do [ -x "$bin/$n" ] || return 1; done
+}
+
+if up_to_date; then
+  echo "kube-build: Kubernetes $k8s_version binaries are up to date in $bin" >&2
+  echo "$bin"
+  exit 0
+fi
+
+mkdir -p "$cache/kube"
+exec 8>"$cache/kube/.build.lock"
+flock 8
+if up_to_date; then # another run built them while this one waited
+  echo "kube-build: Kubernetes $k8s_version binaries are up to date in $bin" >&2
+  echo "$bin"
+  exit 0
+fi
+
+start=$(date +%s)
+elapsed() { local s=$(($(date +%s) - start)); printf '%dm%02ds' $((s / 60)) $((s % 60)); }
+
+echo "kube-build: building Kubernetes $k8s_version and etcd $(awk '$1 == "require" && $2 == "'$etcd_pkg'" { print $3 }' kube/etcd/go.mod) with $("$go" version | cut -d' ' -f3) into $bin (GOMODCACHE=$GOMODCACHE, GOCACHE=$GOCACHE)" >&2
+echo "kube-build: downloading the modules the ${#names[@]} binaries need..." >&2
+downloads=0
+for mod in kube:"${k8s_pkgs[*]}" kube/etcd:"$etcd_pkg"; do
+  # shellcheck disable=SC2086 # the package list splits on purpose
+  if ! list_err=$(cd "$repo/${mod%%:*}" && "$go" list -deps ${mod#*:} 2>&1 >/dev/null); then
+    echo "$list_err" >&2
+    echo "kube-build: could not get the modules of ${mod%%:*}/go.mod (a fresh machine needs the Go module proxy)" >&2
+    exit 1
+  fi
+  other=$(echo "$list_err" | grep -v '^go: downloading ' || true)
+  if [ -n "$other" ]; then echo "$other" >&2; fi
+  downloads=$((downloads + $(echo "$list_err" | grep -c '^go: downloading ' || true)))
+done
+echo "kube-build: modules ready after $(elapsed) ($downloads downloaded)" >&2
+
+# Version stamping as Kubernetes' hack/lib/version.sh does it (kubeadm and kubelet compare versions); the build
+# date is the release's time from the module proxy, so a rebuild yields the same binaries.
+build_date=$(cd "$repo/kube" && "$go" list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' k8s.io/kubernetes)
+minor=${k8s_version#v1.}
+minor=${minor%%.*}
+ldflags="-s -w"
+for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  ldflags+=" -X $p.gitVersion=$k8s_version -X $p.gitMajor=1 -X $p.gitMinor=$minor"
+  ldflags+=" -X $p.gitCommit= -X $p.gitTreeState=archive -X $p.buildDate=$build_date"
+done
+
+out=$cache/kube/$k8s_version/bin.building
+rm -rf "$out"
+mkdir -p "$out"
+# One go build for all Kubernetes binaries: their shared packages compile once, both cores stay busy, and each binary
+# is written to $out as soon as it is linked. A watcher prints one line per finished binary.
+builds_done=$out.done
+rm -f "$builds_done"
+(
+  seen=" "
+  while :; do
+    last=0
+    [ -e "$builds_done" ] && last=1
+    for f in "$out"/*; do
+      [ -f "$f" ] || continue
+      n=$(basename "$f")
+      case "$seen" in *" $n "*) continue ;; esac
+      seen+="$n "
+      echo "kube-build:   $n linked at $(elapsed)" >&2
+    done
+    [ "$last" = 1 ] && break
+    sleep 2
+  done
+) &
+watcher=$!
+# etcd builds beside the Kubernetes binaries: it is small, and the two builds fill each other's single-threaded links.
+(cd "$repo/kube/etcd" && "$go" build -trimpath -ldflags "-s -w" -o "$out/etcd" "$etcd_pkg") &
+etcd_build=$!
+status=0
+(cd "$repo/kube" && "$go" build -trimpath -ldflags "$ldflags" -o "$out/" "${k8s_pkgs[@]}") || status=$?
+etcd_status=0
+wait "$etcd_build" || etcd_status=$?
+touch "$builds_done"
+wait "$watcher" || true
+rm -f "$builds_done"
+if [ "$status" != 0 ] || [ "$etcd_status" != 0 ]; then
+  echo "kube-build: go build failed after $(elapsed) (Kubernetes: exit $status, etcd: exit $etcd_status)" >&2
+  exit 1
+fi
+for n in "${names[@]}"; do
+  if [ ! -x "$out/$n" ]; then echo "kube-build: $n was not built" >&2; exit 1; fi
+done
+echo "$stamp" >"$out/.stamp"
+rm -rf "$bin"
+mv "$out" "$bin"
+echo "kube-build: built ${#names[@]} binaries in $(elapsed): $(du -sh "$bin" | cut -f1) in $bin, cache $(du -sh "$cache/go" | cut -f1) in $cache/go" >&2
+echo "$bin"
