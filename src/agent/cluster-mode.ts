@@ -14,6 +14,7 @@ import { ClusterObjectSource } from '../controllers/object-managers.js';
 import { Reflector } from '../kubeapi/reflector.js';
 import { StatusManager } from '../controllers/status-manager.js';
 import { formatResourceList, type NodeResources } from '../host/allocatable.js';
+import { goArch } from '../host/machine-info.js';
 import type { Logger } from '../core/log.js';
 import type { PodWorkers } from '../lifecycle/pod-workers.js';
 import { ApiPodSource } from '../sources/api-source.js';
@@ -51,14 +52,12 @@ function clusterModeOptions(config: AgentConfig, nodeName: string, log: Logger):
   };
 }
 
-const goArch: Record<string, string> = { x64: 'amd64', arm64: 'arm64', arm: 'arm', ppc64: 'ppc64le', s390x: 's390x' };
-
 /** The node as admission sees it before it is registered (kubelet's initial node): local allocatable and labels. */
 async function localNode(opts: ClusterModeOptions, allocatable: NodeResources): Promise<V1Node> {
   return {
     metadata: {
       name: opts.nodeName,
-      labels: { 'kubernetes.io/hostname': opts.nodeName, 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': goArch[process.arch] ?? process.arch },
+      labels: { 'kubernetes.io/hostname': opts.nodeName, 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': goArch() },
     },
     status: { allocatable: formatResourceList(allocatable) },
   };

@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises';
 import type { V1Taint } from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import { InvalidQuantityError, parseQuantity, type Quantity } from '../core/quantity.js';
+import { parseGoDuration } from '../core/duration.js';
 import type { EvictionSignal, EvictionThreshold, ReservedResource } from '../host/allocatable.js';
 
 export const kubeletConfigApiVersion = 'kubelet.config.k8s.io/v1beta1';
@@ -96,24 +97,6 @@ const unsupportedKubeletFields = new Set([
   'enableProfilingHandler', 'enableDebugFlagsHandler', 'seccompDefault', 'memoryThrottlingFactor', 'tracing',
   'localStorageCapacityIsolation', 'imageServiceEndpoint', 'failCgroupV1', 'userNamespaces',
 ]);
-
-const goDurationUnits: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, μs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-
-/** Parses a Go duration ("10s", "1m0s", "1h30m", "250ms", "0") into milliseconds, as time.ParseDuration. */
-export function parseGoDuration(text: string): number {
-  const match = /^([-+]?)(.*)$/.exec(text)!;
-  const body = match[2]!;
-  if (body === '0') return 0;
-  const re = /(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)/gy;
-  let total = 0;
-  let end = 0;
-  for (let m = re.exec(body); m; m = re.exec(body)) {
-    total += Number(m[1]) * goDurationUnits[m[2]!]!;
-    end = re.lastIndex;
-  }
-  if (end === 0 || end !== body.length) throw new Error(`time: invalid duration "${text}"`);
-  return match[1] === '-' ? -total : total;
-}
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);

@@ -2,6 +2,7 @@
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DEFAULT_SPAWN_HELPER } from '../host/program-runner.js';
+import { parseGoDuration } from '../core/duration.js';
 
 export type FlagKind = 'string' | 'duration' | 'int' | 'bool';
 
@@ -38,21 +39,6 @@ export const agentFlags: FlagSpec[] = [
   { name: 'v', kind: 'int', default: '0', help: 'Log verbosity: 0-1 info, 2-3 debug, 4+ trace' },
 ];
 
-/** Parses `90s`, `2m`, `1h30m`, `500ms` into milliseconds, as Go's time.ParseDuration for these units. */
-export function parseDuration(text: string): number {
-  const units: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-  const re = /(\d+(?:\.\d+)?)(ms|s|m|h)/gy;
-  let total = 0;
-  let matched = 0;
-  for (let m = re.exec(text); m; m = re.exec(text)) {
-    total += Number(m[1]) * units[m[2]!]!;
-    matched = re.lastIndex;
-  }
-  if (text === '0') return 0;
-  if (matched === 0 || matched !== text.length) throw new Error(`invalid duration "${text}" (use e.g. 500ms, 20s, 2m, 1h)`);
-  return total;
-}
-
 export interface ParsedFlags {
   values: Map<string, string>;
   positional: string[];
@@ -85,7 +71,7 @@ export function parseFlags(argv: string[], specs: FlagSpec[]): ParsedFlags {
     else throw new FlagError(`flag needs an argument: --${name}`);
     if (spec.kind === 'duration') {
       try {
-        parseDuration(value);
+        parseGoDuration(value);
       } catch (err) {
         throw new FlagError(`invalid value for --${name}: ${(err as Error).message}`);
       }

@@ -5,7 +5,8 @@ import { KubeletConfigError, loadKubeletConfiguration, resolveKubeletConfigurati
 import { fetchPods, watchPods } from '../agent/status-api.js';
 import { KubeconfigError } from '../kubeapi/kubeconfig.js';
 import { configureLogger, type LogFormat } from '../core/log.js';
-import { agentFlags, flagUsage, FlagError, parseDuration, parseFlags, type FlagSpec } from './flags.js';
+import { agentFlags, flagUsage, FlagError, parseFlags, type FlagSpec } from './flags.js';
+import { parseGoDuration } from '../core/duration.js';
 import { formatPodJson, formatPodTable, PodWatchPrinter } from './print-pods.js';
 
 const podsFlags: FlagSpec[] = [
@@ -52,7 +53,7 @@ function agentConfig(values: Map<string, string>, kubelet: KubeletConfiguration)
     runtimeRequestTimeoutMs: kubelet.runtimeRequestTimeoutMs,
     syncFrequencyMs: kubelet.syncFrequencyMs,
     fileCheckFrequencyMs: kubelet.fileCheckFrequencyMs,
-    relistPeriodMs: parseDuration(get('relist-period')),
+    relistPeriodMs: parseGoDuration(get('relist-period')),
     kubelet,
   };
 }

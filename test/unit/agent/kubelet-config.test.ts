@@ -3,7 +3,6 @@ import {
   defaultKubeletConfiguration,
   KubeletConfigError,
   parseEvictionThreshold,
-  parseGoDuration,
   parseKubeletConfiguration,
   resolveKubeletConfiguration,
 } from '../../../src/agent/kubelet-config.js';
@@ -31,16 +30,6 @@ test("kubelet's defaults for the settings nodelet honours", () => {
   expect(String((c.evictionHard['memory.available'] as { quantity: object }).quantity)).toBe('100Mi');
 });
 
-test('Go durations', () => {
-  expect(parseGoDuration('10s')).toBe(10_000);
-  expect(parseGoDuration('1m0s')).toBe(60_000);
-  expect(parseGoDuration('1h30m')).toBe(5_400_000);
-  expect(parseGoDuration('250ms')).toBe(250);
-  expect(parseGoDuration('1.5s')).toBe(1500);
-  expect(parseGoDuration('0')).toBe(0);
-  expect(parseGoDuration('500us')).toBe(0.5);
-  for (const bad of ['', '10', 's', '10x', '1m 0s']) expect(() => parseGoDuration(bad)).toThrow(/invalid duration/);
-});
 
 test('parses the supported fields with their types', () => {
   const file = parse(`
