@@ -4,6 +4,7 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { systemClock, type Clock } from '../core/clock.js';
 import { CONFIG_SEEN_ANNOTATION } from '../core/config-annotations.js';
 import { parsePodManifests } from './manifest.js';
 
@@ -19,8 +20,8 @@ export interface FilePodSourceOptions {
   onPods: (pods: V1Pod[]) => void;
   /** Full rescan period, kubelet's fileCheckFrequency; watch events trigger scans in between. */
   rescanIntervalMs?: number;
-  /** Clock for the config.seen annotation. */
-  now?: () => Date;
+  /** Times the rescans and the settle wait, and stamps the config.seen annotation. */
+  clock?: Clock;
 }
 
 /**
@@ -51,7 +52,7 @@ export class FilePodSource {
   private readonly log: Logger;
   private readonly onPods: (pods: V1Pod[]) => void;
   private readonly rescanIntervalMs: number;
-  private readonly now: () => Date;
+  private readonly clock: Clock;
 
   private files = new Map<string, ManifestFile>();
   /** Last error code reported per unreadable file, so each problem is logged once. */
@@ -67,7 +68,8 @@ export class FilePodSource {
   private rescanRequested = false;
   private scanDone: Promise<void> = Promise.resolve();
   private queuedScan: NodeJS.Immediate | undefined;
-  private settleTimer: NodeJS.Timeout | undefined;
+  private settleTimer: unknown;
+  private rescanTimer: unknown;
   private dirWatch: { watcher: FSWatcher; ino: bigint } | undefined;
   private parentWatcher: FSWatcher | undefined;
 
@@ -77,7 +79,7 @@ export class FilePodSource {
     this.log = opts.logger;
     this.onPods = opts.onPods;
     this.rescanIntervalMs = opts.rescanIntervalMs ?? 20_000;
-    this.now = opts.now ?? (() => new Date());
+    this.clock = opts.clock ?? systemClock;
   }
 
   /** Scans now, then on every change in the directory and every rescan interval, until the signal aborts. */
@@ -86,15 +88,23 @@ export class FilePodSource {
     this.running = true;
     if (signal.aborted) return;
     const stopped = new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
-    const interval = setInterval(() => this.requestScan(), this.rescanIntervalMs);
+    this.scheduleRescan();
     this.requestScan();
     await stopped;
     this.stopped = true;
-    clearInterval(interval);
+    this.clock.clearTimeout(this.rescanTimer);
     clearImmediate(this.queuedScan);
-    clearTimeout(this.settleTimer);
+    this.clock.clearTimeout(this.settleTimer);
     this.closeWatchers();
     await this.scanDone;
+  }
+
+  /** The full rescan every rescanIntervalMs (kubelet's fileCheckFrequency), between watch events. */
+  private scheduleRescan(): void {
+    this.rescanTimer = this.clock.setTimeout(() => {
+      this.requestScan();
+      if (!this.stopped) this.scheduleRescan();
+    }, this.rescanIntervalMs);
   }
 
   private requestScan(): void {
@@ -206,7 +216,7 @@ export class FilePodSource {
 
   /** The file's current pods, or undefined when it is not a readable regular file. */
   private async loadFile(path: string): Promise<ManifestFile | undefined> {
-    const startedMs = Date.now();
+    const startedMs = this.clock.now();
     let st: BigIntStats;
     let text: string;
     const cached = this.files.get(path);
@@ -224,7 +234,7 @@ export class FilePodSource {
     const fileStat = { ino: st.ino, size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs, racy: ageMs < RACY_WINDOW_MS };
     if (cached && cached.text === text) return { ...cached, ...fileStat };
 
-    const { pods, errors } = parsePodManifests(path, text, this.nodeName, this.now());
+    const { pods, errors } = parsePodManifests(path, text, this.nodeName, new Date(this.clock.now()));
     const unreadableText = text.trim() === '' || errors.some((e) => e.field === '');
     // A future mtime is clock skew, not a write in progress.
     if (unreadableText && ageMs > -SETTLE_MS && ageMs < SETTLE_MS) {
@@ -253,7 +263,7 @@ export class FilePodSource {
 
   private scheduleSettleScan(delayMs: number): void {
     if (this.settleTimer || this.stopped) return;
-    this.settleTimer = setTimeout(
+    this.settleTimer = this.clock.setTimeout(
       () => {
         this.settleTimer = undefined;
         this.requestScan();

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { FilePodSource, type FilePodSourceOptions } from '../../../src/sources/file-source.js';
+import { systemClock } from '../../../src/core/clock.js';
 import { CONFIG_SEEN_ANNOTATION } from '../../../src/core/config-annotations.js';
 
 const NODE = 'node1';
@@ -251,7 +252,7 @@ describe('FilePodSource', () => {
     const h = await newHarness();
     let clock = Date.parse('2024-01-01T00:00:00Z');
     await writeFile(join(h.dir, 'pods.yaml'), `${manifest('one')}---\n${manifest('two')}`);
-    h.start({ now: () => new Date(clock) });
+    h.start({ clock: { ...systemClock, now: () => clock } });
     const before = await h.waitForNames(['one-node1', 'two-node1']);
     const seen = (pods: V1Pod[], name: string) => pods.find((p) => p.metadata?.name === name)?.metadata?.annotations?.[CONFIG_SEEN_ANNOTATION];
     expect(seen(before, 'one-node1')).toBe('2024-01-01T00:00:00.000Z');
