@@ -8,6 +8,17 @@ import { CriError, isNotFound } from '../../src/cri/errors.js';
 import type { ContainerConfig, ImageService, KeyValueMap, PodSandboxConfig, RuntimeService } from '../../src/cri/types.js';
 
 /** The images the rig imports (scripts/runtime.sh); a fake under contract must have them present. */
+/** Awaits a rejection and returns it as a CriError (failing the case if it is anything else). */
+export async function criFailure(p: Promise<unknown>): Promise<CriError> {
+  try {
+    await p;
+  } catch (err) {
+    expect(err).toBeInstanceOf(CriError);
+    return err as CriError;
+  }
+  throw new Error('expected the call to fail');
+}
+
 export const contractImages = {
   pause: 'localhost/nodelet/pause:1.0',
   busybox: 'localhost/nodelet/busybox:1.35',
@@ -81,17 +92,6 @@ export function runtimeContract(factory: () => RuntimeUnderContract | Promise<Ru
     const id = await rt.createContainer(sandbox.id, containerConfig(name, script, options.labels), sandbox.config);
     if (options.start ?? true) await rt.startContainer(id);
     return id;
-  }
-
-  /** Awaits a rejection and returns it as a CriError (failing the case if it is anything else). */
-  async function criFailure(p: Promise<unknown>): Promise<CriError> {
-    try {
-      await p;
-    } catch (err) {
-      expect(err).toBeInstanceOf(CriError);
-      return err as CriError;
-    }
-    throw new Error('expected the call to fail');
   }
 
   async function removeEverything(): Promise<void> {

@@ -5,8 +5,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CriClient } from '../../../src/cri/client.js';
-import { CriError, isUnavailable } from '../../../src/cri/errors.js';
+import { isUnavailable } from '../../../src/cri/errors.js';
 import type { ContainerConfig, PodSandboxConfig } from '../../../src/cri/types.js';
+import { criFailure } from '../../contract/runtime-contract.js';
 
 const SOCKET = '/run/nodelet/containerd/containerd.sock';
 const ENDPOINT = `unix://${SOCKET}`;
@@ -45,17 +46,6 @@ function containerConfig(name: string, script: string): ContainerConfig {
     annotations: {},
     logPath: `${name}/0.log`,
   };
-}
-
-/** Awaits a rejection and returns it as a CriError (failing the test if it is anything else). */
-async function criFailure(p: Promise<unknown>): Promise<CriError> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).toBeInstanceOf(CriError);
-    return err as CriError;
-  }
-  throw new Error('expected the call to fail');
 }
 
 /** Removes every sandbox and container this run labelled; used before asserting and in afterAll. */

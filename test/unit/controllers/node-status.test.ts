@@ -1,6 +1,5 @@
 // The Node as kubelet's status setters build it: capacity/allocatable arithmetic, nodeInfo, conditions and their transitions, patches.
 import type { V1Node, V1NodeStatus } from '@kubernetes/client-node';
-import { defaultKubeletConfiguration } from '../../../src/agent/kubelet-config.js';
 import {
   aggregateMessage,
   formatTime,
@@ -17,27 +16,8 @@ import {
   setNodeStatus,
   type NodeStatusInputs,
 } from '../../../src/controllers/node-status.js';
-import type { MachineInfo } from '../../../src/host/machine-info.js';
-import type { NodeReservation } from '../../../src/host/allocatable.js';
+import { defaultReservation, machine } from '../fakes/machine.js';
 
-const GiB = 1024n ** 3n;
-const machine: MachineInfo = {
-  machineID: '3d1219c7c4c5404aaa1f6d2a48adfda4',
-  systemUUID: '',
-  bootID: 'bd9e3de8-b529-43b2-9652-69416df45e0f',
-  kernelVersion: '6.1.0-13-amd64',
-  osImage: 'Debian GNU/Linux 12 (bookworm)',
-  architecture: 'amd64',
-  numCores: 2,
-  memoryCapacityBytes: 24684096n * 1024n,
-  hugePages: [
-    { pageSizeKiB: 2048, numPages: 0 },
-    { pageSizeKiB: 1048576, numPages: 0 },
-  ],
-  rootFsCapacityBytes: 100n * GiB,
-};
-const defaults = defaultKubeletConfiguration();
-const defaultReservation: NodeReservation = { systemReserved: {}, kubeReserved: {}, evictionHard: defaults.evictionHard };
 
 const ready = {
   conditions: [

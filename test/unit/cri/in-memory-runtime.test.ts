@@ -2,6 +2,7 @@
 import { CriError } from '../../../src/cri/errors.js';
 import type { ContainerConfig, PodSandboxConfig } from '../../../src/cri/types.js';
 import { InMemoryRuntime, normalizeImageRef, type CriMethod, type InMemoryRuntimeOptions } from '../fakes/in-memory-runtime.js';
+import { criFailure } from '../../contract/runtime-contract.js';
 
 const BUSYBOX = 'localhost/nodelet/busybox:1.35';
 
@@ -42,17 +43,6 @@ async function setUp(options: InMemoryRuntimeOptions = {}, start = true) {
   rt.clearCalls();
   return { rt, sandbox, sandboxId, containerId };
 }
-
-async function criFailure(p: Promise<unknown>): Promise<CriError> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).toBeInstanceOf(CriError);
-    return err as CriError;
-  }
-  throw new Error('expected the call to fail');
-}
-
 describe('exitContainer', () => {
   it.each([
     ['exit 0', 0, undefined, 'Completed'],

@@ -1,27 +1,9 @@
 // The node's capacity and allocatable as kubelet computes them from the machine and the reservations.
-import { defaultKubeletConfiguration } from '../../../src/agent/kubelet-config.js';
 import { parseQuantity } from '../../../src/core/quantity.js';
 import { formatResourceList, nodeAllocatable, nodeCapacity, type NodeReservation } from '../../../src/host/allocatable.js';
 import type { MachineInfo } from '../../../src/host/machine-info.js';
+import { defaultReservation, machine } from '../fakes/machine.js';
 
-const GiB = 1024n ** 3n;
-const machine: MachineInfo = {
-  machineID: '3d1219c7c4c5404aaa1f6d2a48adfda4',
-  systemUUID: '',
-  bootID: 'bd9e3de8-b529-43b2-9652-69416df45e0f',
-  kernelVersion: '6.1.0-13-amd64',
-  osImage: 'Debian GNU/Linux 12 (bookworm)',
-  architecture: 'amd64',
-  numCores: 2,
-  memoryCapacityBytes: 24684096n * 1024n,
-  hugePages: [
-    { pageSizeKiB: 2048, numPages: 0 },
-    { pageSizeKiB: 1048576, numPages: 0 },
-  ],
-  rootFsCapacityBytes: 100n * GiB,
-};
-const defaults = defaultKubeletConfiguration();
-const defaultReservation: NodeReservation = { systemReserved: {}, kubeReserved: {}, evictionHard: defaults.evictionHard };
 
 describe('capacity and allocatable', () => {
   test('capacity as kubelet reports it: cores, memory and disk in bytes (printed in Ki), pods, hugepages pools', () => {
