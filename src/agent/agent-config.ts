@@ -1,6 +1,9 @@
 // The agent's settings: command-line flags and the KubeletConfiguration, as the CLI resolved them.
 import type { KubeletConfiguration } from './kubelet-config.js';
 
+/** A configuration the agent cannot start with; the message names the setting. */
+export class AgentConfigError extends Error {}
+
 export interface AgentConfig {
   /** kubeconfig of the API server (cluster mode); '' runs standalone. */
   kubeconfig: string;
@@ -19,6 +22,8 @@ export interface AgentConfig {
   /** The nodelet-spawn helper's path; '' starts programs with child_process. */
   spawnHelper: string;
   podLogsDir: string;
+  /** --cert-dir: the kubelet API's self-signed serving certificate (default <root-dir>/pki). */
+  certDir: string;
   runtimeRequestTimeoutMs: number;
   syncFrequencyMs: number;
   fileCheckFrequencyMs: number;

@@ -1,4 +1,5 @@
 // The `nodelet` command: runs the agent (default) or talks to a running one (`nodelet pods`).
+import { join } from 'node:path';
 import { Agent, AgentConfigError, statusSocketPath } from '../agent/agent.js';
 import type { AgentConfig } from '../agent/agent-config.js';
 import { KubeletConfigError, loadKubeletConfiguration, resolveKubeletConfiguration, type KubeletConfiguration } from '../agent/kubelet-config.js';
@@ -50,6 +51,7 @@ function agentConfig(values: Map<string, string>, kubelet: KubeletConfiguration)
     cniSocket: get('cni-socket'),
     spawnHelper: get('spawn-helper'),
     podLogsDir: kubelet.podLogsDir,
+    certDir: get('cert-dir') || join(get('root-dir'), 'pki'),
     runtimeRequestTimeoutMs: kubelet.runtimeRequestTimeoutMs,
     syncFrequencyMs: kubelet.syncFrequencyMs,
     fileCheckFrequencyMs: kubelet.fileCheckFrequencyMs,
