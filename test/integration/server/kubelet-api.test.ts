@@ -149,6 +149,14 @@ describe('kubectl through kube-apiserver', () => {
     forward.kill('SIGTERM');
   });
 
+  test('a client that disconnects mid-exec leaves no exec process behind', async () => {
+    const exec = spawnKubectl('exec', '-i', 'logs', '-c', 'b', '--', 'sleep', '4321');
+    const sleeping = async () => (await kubectl('exec', 'logs', '-c', 'b', '--', 'ps')).includes('sleep 4321');
+    await waitFor('the exec process', async () => ((await sleeping()) ? true : undefined), 20_000, 200);
+    exec.kill('SIGKILL');
+    await waitFor('the exec process to be gone', async () => ((await sleeping()) ? undefined : true), 30_000, 500);
+  });
+
   test('cp both ways', async () => {
     const src = join(cluster.dir, 'work', 'to-pod.txt');
     await writeFile(src, 'copied into the pod\n');
@@ -218,7 +226,8 @@ describe('straight to the kubelet port over HTTPS', () => {
     const bad = await kubeletGet('/containerLogs/default/logs/a?tailLines=abc', { token });
     expect(bad.status).toBe(400);
     expect(bad.body).toContain('tailLines');
-    expect((await kubeletGet('/containerLogs/default/logs/a?tailLines=1', { token })).body).toBe('third\n');
+    // The last line of container a's log ("followed-line" came from the logs -f test).
+    expect((await kubeletGet('/containerLogs/default/logs/a?tailLines=1', { token })).body).toBe('followed-line\n');
     expect(await kubeletGet('/healthz', { token })).toEqual({ status: 200, body: 'ok' });
     expect((await kubeletGet('/configz', { token })).body).toContain(`"port":${port}`);
     expect(await kubeletGet(`/run/default/logs/b?cmd=echo+run-output`, { token, method: 'POST' })).toEqual({ status: 200, body: 'run-output\n' });
