@@ -30,7 +30,7 @@ export interface Options {
 export const usage = `usage: node dist/bench/bench.js [--only startup|probes|cluster] [--peers floor[,kubelet]] [--reps N] [--pods N] [--big-pods N]
          [--big-reps N] [--probe-pods N] [--probe-seconds N] [--json] [--sa-token] [--agent-v N] [--agent-log FILE] [--kubelet-log FILE]
          [--agent-cpu-prof FILE] [--agent-heap-prof FILE]
-  --only P     run only one phase: startup (floor vs nodelet start-up latency, peak RSS), probes (the agent's CPU and
+  --only P     run only these phases (comma-separated): startup (floor vs nodelet start-up latency, peak RSS), probes (the agent's CPU and
                RSS with probed pods running) or cluster (pod startup SLI through the test API server vs the floor, API
                requests per pod); all three by default, in that order
   --peers L    nodelet's peers: floor (the raw CRI floor, always) and kubelet (the real kubelet v1.32.13, standalone on a
@@ -83,9 +83,9 @@ export function parseOptions(argv: string[]): Options {
       case '--probe-pods': opts.probePods = int(flag, value(), 1); break;
       case '--probe-seconds': opts.probeSeconds = int(flag, value(), 10); break;
       case '--only': {
-        const phase = value();
-        if (phase !== 'startup' && phase !== 'probes' && phase !== 'cluster') throw new UsageError('--only needs startup, probes or cluster');
-        opts.phases = new Set([phase]);
+        const phases = (value() ?? '').split(',');
+        if (phases.some((p) => p !== 'startup' && p !== 'probes' && p !== 'cluster')) throw new UsageError('--only needs startup, probes or cluster (or several, comma-separated)');
+        opts.phases = new Set(phases as Phase[]);
         break;
       }
       case '--agent-cpu-prof': opts.agentCpuProf = value() ?? ''; if (!opts.agentCpuProf) throw new UsageError('--agent-cpu-prof needs a file'); break;
