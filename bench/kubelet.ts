@@ -306,12 +306,15 @@ export class BenchKubelet {
       '--hostname-override', kubeletNode,
       '-v', '2',
     ];
-    const logCopy = this.logFile ? (await import('node:fs')).createWriteStream(this.logFile) : undefined;
+    const logCopy = this.logFile ? (await import('node:fs')).createWriteStream(this.logFile, { flags: 'a' }) : undefined;
     const setpriv = '/usr/bin/setpriv';
     const [command, ...argv] = existsSync(setpriv) ? [setpriv, '--pdeathsig', 'TERM', kubeletBinary, ...args] : [kubeletBinary, ...args];
     const child = spawn(command!, argv, { stdio: ['ignore', 'pipe', 'pipe'], detached: true, env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin', HOME: '/root' } });
     this.child = child;
-    this.exited = new Promise((r) => child.once('exit', () => r()));
+    this.exited = new Promise((r) => child.once('exit', (code, sig) => {
+      this.tail.push(`(kubelet exited: ${sig ?? `code ${code}`})`);
+      r();
+    }));
     const killOnExit = () => {
       if (this.running) child.kill('SIGTERM');
     };
@@ -447,9 +450,13 @@ export class BenchKubelet {
   /** Stops kubelet (SIGTERM, SIGKILL after 15 s); what it changed stays for start or cleanup. */
   async stop(): Promise<void> {
     if (!this.running) return;
-    this.child!.kill('SIGTERM');
-    await Promise.race([this.exited, delay(15_000).then(() => this.child!.kill('SIGKILL'))]);
-    await this.exited;
+    // This child, not whichever runs when the timer fires (a restart starts another one).
+    const child = this.child!;
+    const exited = this.exited;
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+    await exited;
+    clearTimeout(timer);
   }
 
   /** Stops kubelet, removes its pods, unmounts its root dir and puts the host back. Returns the problems. */
