@@ -13,7 +13,7 @@ import { hostRoutes } from '../host/routes.js';
 import { PodCgroupManager } from '../host/cgroups.js';
 import { hostFilesystem } from '../host/filesystem.js';
 import { DirectProgramRunner, SpawnHelperRunner } from '../host/program-runner.js';
-import { detectNodeIP, hostAddresses, hostDnsConfig, nodeName } from '../host/node.js';
+import { detectNodeIP, hostAddresses, nodeName } from '../host/node.js';
 import { subnetCollisions } from '../cni/conflist.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import type { Logger } from '../core/log.js';
@@ -69,7 +69,6 @@ export class Agent {
     await mkdir(config.rootDir, { recursive: true });
     const node = nodeName(config.hostnameOverride);
     const nodeIP = await detectNodeIP(config.nodeIP);
-    const hostDns = await hostDnsConfig();
 
     const networks = await loadPodNetworks(config.cniConfDir, config.podCIDR ? { podCidr: config.podCIDR } : {});
     const routes = await hostRoutes({ signal });
@@ -114,7 +113,12 @@ export class Agent {
       runtime,
       images: new ImageManager(runtime, new Backoff(), clock.now, events),
       crashBackoff: new Backoff(),
-      node: { podLogsDir: config.podLogsDir, hostDns, cgroupsPerQOS: true, seccompProfileRoot: join(config.rootDir, 'seccomp') },
+      node: {
+        podLogsDir: config.podLogsDir,
+        dns: { clusterDNS: config.kubelet.clusterDNS, clusterDomain: config.kubelet.clusterDomain, resolvConf: config.kubelet.resolvConf, nodeIPs: [nodeIP] },
+        cgroupsPerQOS: true,
+        seccompProfileRoot: join(config.rootDir, 'seccomp'),
+      },
       podCgroups,
       clock,
       files: hostFilesystem,

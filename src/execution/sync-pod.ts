@@ -4,12 +4,13 @@ import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { EventRecorder } from '../core/events.js';
 import type { ApiObjectSource } from '../core/api-objects.js';
 import type { Clock } from '../core/clock.js';
-import type { PodSandboxConfig, RuntimeService } from '../cri/types.js';
+import type { DnsConfig, PodSandboxConfig, RuntimeService } from '../cri/types.js';
 import { isNotFound } from '../cri/errors.js';
 import type { Logger } from '../core/log.js';
 import type { Backoff } from '../decisions/backoff.js';
 import { lastExited, type ContainerToStart, type PodActions } from '../decisions/compute-actions.js';
 import { containerEnv } from './env.js';
+import { parseResolvConf, podDnsConfig } from './dns.js';
 import { isRestartableInitContainer } from '../decisions/init-containers.js';
 import type { EnsuredImage, ImageManager } from './images.js';
 import type { PodCgroupManager } from '../host/cgroups.js';
@@ -47,6 +48,24 @@ export interface SyncDeps {
   apiObjects?: ApiObjectSource;
   /** kubelet's events about the pod and its containers (the API server's in cluster mode, the log's standalone). */
   events: EventRecorder;
+}
+
+/** kubelet reads at most 10 MB of the resolver file; a real one is a few lines. */
+const maxResolvConfBytes = 1 << 20;
+
+/**
+ * The pod's DNS config for a new sandbox, as kubelet's GetPodDNS: the host's resolver file read now (a file that cannot
+ * be read or parsed fails the sandbox, as in kubelet), the events of forming it recorded.
+ */
+async function sandboxDns(deps: Pick<SyncDeps, 'node' | 'files' | 'events'>, pod: V1Pod): Promise<DnsConfig> {
+  const settings = deps.node.dns;
+  const host = settings.resolvConf ? parseResolvConf(await deps.files.readHead(settings.resolvConf, maxResolvConfBytes)) : { servers: [], searches: [], options: [] };
+  const { dnsConfig, events } = podDnsConfig(pod, settings, host);
+  for (const e of events) {
+    if (e.about === 'node') deps.events.nodeEvent(e.type, e.reason, e.message);
+    else deps.events.event({ pod }, e.type, e.reason, e.message);
+  }
+  return dnsConfig;
 }
 
 export function crashBackoffKey(pod: V1Pod, containerName: string): string {
@@ -297,8 +316,8 @@ export async function executePodActions(
   if (actions.createSandbox) {
     if (state.sandboxes.length > 0) deps.events.event({ pod }, 'Normal', 'SandboxChanged', 'Pod sandbox changed, it will be killed and re-created.');
     attempt = actions.attempt;
-    const config = buildSandboxConfig(pod, attempt, deps.node);
     try {
+      const config = buildSandboxConfig(pod, attempt, deps.node, await sandboxDns(deps, pod));
       await Promise.all([
         deps.files.makeDirs(config.logDirectory, 0o755),
         deps.podCgroups?.ensurePod(podCgroupParent(pod), podCgroupResources(pod)),
