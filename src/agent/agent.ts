@@ -130,7 +130,9 @@ export class Agent {
       errorRetryMs: workerErrorRetryMs,
       log,
       // Standalone there is no one to write statuses to: the workers keep them for the status socket.
-      ...(cluster ? { onStatus: (pod, status, final) => podConfig.podStatus(pod, status, final), apiObjects: cluster.objects } : {}),
+      ...(cluster
+        ? { onStatus: (pod, status, final) => podConfig.podStatus(pod, status, final), apiObjects: cluster.objects, services: cluster.services }
+        : {}),
       onPodChange: (uid, pod) => api.podChanged(uid, pod),
       events,
       prober: new ProbeManager({ runtime, hostIP: () => nodeIP, hostIPs: cachedHostIPs(nodeIP, clock), log, events, clock }),

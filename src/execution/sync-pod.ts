@@ -2,7 +2,8 @@
 import { join } from 'node:path';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { EventRecorder } from '../core/events.js';
-import type { ApiObjectSource } from '../core/api-objects.js';
+import type { ApiObjectSource, ServiceLister } from '../core/api-objects.js';
+import { isStaticPod } from '../core/config-annotations.js';
 import type { Clock } from '../core/clock.js';
 import type { DnsConfig, PodSandboxConfig, RuntimeService } from '../cri/types.js';
 import { isNotFound } from '../cri/errors.js';
@@ -11,6 +12,7 @@ import type { Backoff } from '../decisions/backoff.js';
 import { lastExited, type ContainerToStart, type PodActions } from '../decisions/compute-actions.js';
 import { containerEnv } from './env.js';
 import { parseResolvConf, podDnsConfig } from './dns.js';
+import { serviceEnvVarMap } from './service-env.js';
 import { isRestartableInitContainer } from '../decisions/init-containers.js';
 import type { EnsuredImage, ImageManager } from './images.js';
 import type { PodCgroupManager } from '../host/cgroups.js';
@@ -46,6 +48,8 @@ export interface SyncDeps {
   volumes: PodVolumeManager;
   /** configMaps, secrets and tokens from the API server (cluster mode); undefined standalone. */
   apiObjects?: ApiObjectSource;
+  /** The cluster's Services for the pods' service variables (cluster mode); undefined standalone: no variables. */
+  services?: ServiceLister;
   /** kubelet's events about the pod and its containers (the API server's in cluster mode, the log's standalone). */
   events: EventRecorder;
 }
@@ -66,6 +70,19 @@ async function sandboxDns(deps: Pick<SyncDeps, 'node' | 'files' | 'events'>, pod
     else deps.events.event({ pod }, e.type, e.reason, e.message);
   }
   return dnsConfig;
+}
+
+/**
+ * The pod's service variables, as kubelet's makeEnvironmentVariables: a pod from the API server waits for the first
+ * list of Services (so none starts without KUBERNETES_SERVICE_HOST after a restart); a static pod takes what is there.
+ */
+function podServiceEnv(deps: Pick<SyncDeps, 'services'>, pod: V1Pod): Map<string, string> {
+  if (!deps.services) return new Map();
+  if (!isStaticPod(pod) && !deps.services.hasSynced()) {
+    throw new SyncError('CreateContainerConfigError', 'services have not yet been read at least once, cannot construct envvars');
+  }
+  // The API server defaults enableServiceLinks to true.
+  return serviceEnvVarMap(deps.services.list(), pod.metadata?.namespace ?? 'default', pod.spec?.enableServiceLinks ?? true);
 }
 
 export function crashBackoffKey(pod: V1Pod, containerName: string): string {
@@ -198,6 +215,7 @@ async function startContainer(
   try {
     const podIPs = pod.spec?.hostNetwork ? [deps.hostIP()] : deps.podIPs(sandboxId);
     const env = await containerEnv(pod, spec, field, {
+      serviceEnv: podServiceEnv(deps, pod),
       podIPs,
       hostIP: deps.hostIP(),
       allocatable: () => deps.volumes.nodeAllocatable(),
