@@ -11,6 +11,9 @@ import { PodNetwork } from '../cni/pod-network.js';
 import { CniShimServer } from '../cni/shim-server.js';
 import { hostRoutes } from '../host/routes.js';
 import { PodCgroupManager } from '../host/cgroups.js';
+import { isSwapOn } from '../host/swap.js';
+import { cgroupDriverFromStatusInfo, type CgroupDriver } from '../cri/runtime-info.js';
+import { runHealthzServer } from './healthz.js';
 import { hostFilesystem } from '../host/filesystem.js';
 import { DirectProgramRunner, SpawnHelperRunner } from '../host/program-runner.js';
 import { detectNodeIP, hostAddresses, nodeName } from '../host/node.js';
@@ -34,6 +37,22 @@ import { PodVolumeManager } from '../volume/pod-volumes.js';
 
 /** A configuration the agent cannot start with; the message names the setting. */
 export class AgentConfigError extends Error {}
+
+/**
+ * The cgroup driver pods get, as kubelet decides it (KubeletCgroupDriverFromCRI, on by default since 1.31): the
+ * runtime's own when it tells (kubelet asks CRI RuntimeConfig; containerd 1.6 tells in its verbose Status), else the
+ * configured one. nodelet implements the cgroupfs driver only: systemd is refused, naming the field.
+ */
+export function effectiveCgroupDriver(configured: CgroupDriver, runtime: CgroupDriver | undefined): CgroupDriver {
+  const driver = runtime ?? configured;
+  if (driver === 'systemd') {
+    throw new AgentConfigError(
+      `cgroupDriver: systemd ${runtime ? "(the container runtime's: SystemdCgroup = true)" : '(--config)'} is not supported: ` +
+        'nodelet manages pod cgroups with the cgroupfs driver only; configure the runtime and cgroupDriver for cgroupfs',
+    );
+  }
+  return driver;
+}
 
 /** The status socket of an agent with this root dir (read by `nodelet pods`). */
 export function statusSocketPath(rootDir: string): string {
@@ -66,6 +85,15 @@ export class Agent {
     const { config, log } = this;
     const clock = systemClock;
     if (!config.podManifestPath && !config.kubeconfig) throw new AgentConfigError('--pod-manifest-path is required (standalone mode, without --kubeconfig)');
+    // kubelet's container manager refuses these before anything runs.
+    if (config.kubelet.failSwapOn && (await isSwapOn())) {
+      throw new AgentConfigError('failSwapOn: running with swap on is not supported, please disable swap or set failSwapOn (--config) to false');
+    }
+    const podCgroups = await PodCgroupManager.detect(config.kubelet.cgroupRoot);
+    const missingRoot = await podCgroups.missingRoot();
+    if (missingRoot.length > 0) {
+      throw new AgentConfigError(`cgroupRoot: invalid configuration: cgroup "${config.kubelet.cgroupRoot}" does not exist: ${missingRoot.join(', ')}`);
+    }
     await mkdir(config.rootDir, { recursive: true });
     const node = nodeName(config.hostnameOverride);
     const nodeIP = await detectNodeIP(config.nodeIP);
@@ -93,6 +121,13 @@ export class Agent {
     );
 
     const runtime = new CriClient(config.runtimeEndpoint, { requestTimeoutMs: config.runtimeRequestTimeoutMs });
+    // The runtime's driver, when it is up now (nodelet starts without a runtime; pods wait for it).
+    const runtimeDriver = await runtime.statusInfo({ signal, timeoutMs: 5_000 }).then(cgroupDriverFromStatusInfo, (err: unknown) => {
+      log.warn({ err }, 'Container runtime not reachable: using cgroupDriver from the configuration');
+      return undefined;
+    });
+    const cgroupDriver = effectiveCgroupDriver(config.kubelet.cgroupDriver, runtimeDriver);
+    if (runtimeDriver) log.info({ cgroupDriver }, 'Using cgroup driver setting received from the CRI runtime');
     // kubelet's allocatable of this machine under the configured reservations (the Node's status follows the same
     // rules): what pods read of the node, and what admission counts until the Node is registered.
     const allocatable = async () => nodeAllocatable(nodeCapacity(await readMachineInfo(config.rootDir), config.kubelet.maxPods), config.kubelet);
@@ -100,7 +135,6 @@ export class Agent {
     const cluster = config.kubeconfig
       ? await (await import('./cluster-mode.js')).ClusterMode.create({ config, nodeName: node, nodeIP, runtime, podNetwork, allocatable, log })
       : undefined;
-    const podCgroups = await PodCgroupManager.detect();
     let runtimeName = 'containerd';
     const observer = new RuntimeObserver(runtime, podNetwork, hostFilesystem);
     const volumes = new PodVolumeManager(config.rootDir, allocatable, cluster?.objects);
@@ -117,6 +151,7 @@ export class Agent {
         podLogsDir: config.podLogsDir,
         dns: { clusterDNS: config.kubelet.clusterDNS, clusterDomain: config.kubelet.clusterDomain, resolvConf: config.kubelet.resolvConf, nodeIPs: [nodeIP] },
         cgroupsPerQOS: true,
+        cgroupRoot: config.kubelet.cgroupRoot,
         seccompProfileRoot: join(config.rootDir, 'seccomp'),
       },
       podCgroups,
@@ -195,6 +230,7 @@ export class Agent {
         staticPods?.run(signal),
         cluster?.run(podConfig, workers, signal),
         relister.run(signal),
+        runHealthzServer({ address: config.kubelet.healthzBindAddress, port: config.kubelet.healthzPort, log }, signal),
       ]);
     } finally {
       workers.stop();

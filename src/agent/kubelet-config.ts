@@ -6,6 +6,9 @@ import { parse } from 'yaml';
 import { InvalidQuantityError, parseQuantity, type Quantity } from '../core/quantity.js';
 import { parseGoDuration } from '../core/duration.js';
 import type { EvictionSignal, EvictionThreshold, ReservedResource } from '../host/allocatable.js';
+import type { CgroupDriver } from '../cri/runtime-info.js';
+
+export type { CgroupDriver };
 
 export const kubeletConfigApiVersion = 'kubelet.config.k8s.io/v1beta1';
 export const kubeletConfigKind = 'KubeletConfiguration';
@@ -57,7 +60,6 @@ export interface KubeletConfiguration {
   healthzPort: number;
 }
 
-export type CgroupDriver = 'cgroupfs' | 'systemd';
 
 /** The fields a configuration file set (the rest keep kubelet's defaults or come from flags). */
 export type KubeletConfigFile = Partial<KubeletConfiguration> & {

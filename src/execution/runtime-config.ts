@@ -30,6 +30,8 @@ export interface NodeRuntimeSettings {
   dns: NodeDnsSettings;
   /** kubelet's --cgroups-per-qos: sandboxes get the cgroup parent kubepods[/<qos>]/pod<uid>; unset leaves the runtime's default. */
   cgroupsPerQOS?: boolean;
+  /** kubelet's cgroupRoot, the cgroup kubepods sits in; default "/". */
+  cgroupRoot?: string;
   /** The machine's memory (MemTotal), for Burstable OOM scores; defaults to this host's. */
   memoryCapacityBytes?: bigint;
   /** Directory of Localhost seccomp profiles (kubelet's <root-dir>/seccomp). */
@@ -98,7 +100,7 @@ export function buildSandboxConfig(pod: V1Pod, attempt: number, node: NodeRuntim
     labels: { ...(m.labels ?? {}), ...podIdentityLabels(pod) },
     annotations: { ...(m.annotations ?? {}) },
     linux: {
-      ...(node.cgroupsPerQOS ? { cgroupParent: podCgroupParent(pod) } : {}),
+      ...(node.cgroupsPerQOS ? { cgroupParent: podCgroupParent(pod, node.cgroupRoot) } : {}),
       securityContext: sandboxSecurityContext(pod, namespaceOptions(pod)),
       sysctls: podSysctls(pod),
     },
