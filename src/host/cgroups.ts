@@ -98,7 +98,9 @@ export class PodCgroupManager {
    * paths; kubelet refuses to start with any ("invalid configuration").
    */
   async missingRoot(): Promise<string[]> {
-    const used = this.hierarchies.filter((h) => h.version === 2 || h.controllers.some((c) => v1Controllers.has(c)));
+    // A v1 (or hybrid) host runs pods in its v1 controllers' hierarchies, a pure v2 host in the unified one.
+    const v1 = this.v1.filter((h) => h.controllers.some((c) => v1Controllers.has(c)));
+    const used = v1.length > 0 ? v1 : this.hierarchies.filter((h) => h.version === 2);
     const missing: string[] = [];
     for (const h of used) {
       const dir = join(h.mountPoint, this.cgroupRoot);
