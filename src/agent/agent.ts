@@ -94,6 +94,19 @@ export class Agent {
     if (missingRoot.length > 0) {
       throw new AgentConfigError(`cgroupRoot: invalid configuration: cgroup "${config.kubelet.cgroupRoot}" does not exist: ${missingRoot.join(', ')}`);
     }
+    const runtime = new CriClient(config.runtimeEndpoint, { requestTimeoutMs: config.runtimeRequestTimeoutMs });
+    // The runtime's driver, when it is up now (nodelet starts without a runtime; pods wait for it).
+    const runtimeDriver = await runtime.statusInfo({ signal, timeoutMs: 2_000 }).then(cgroupDriverFromStatusInfo, (err: unknown) => {
+      log.warn({ err }, 'Container runtime not reachable: using cgroupDriver from the configuration');
+      return undefined;
+    });
+    try {
+      const cgroupDriver = effectiveCgroupDriver(config.kubelet.cgroupDriver, runtimeDriver);
+      if (runtimeDriver) log.info({ cgroupDriver }, 'Using cgroup driver setting received from the CRI runtime');
+    } catch (err) {
+      runtime.close();
+      throw err;
+    }
     await mkdir(config.rootDir, { recursive: true });
     const node = nodeName(config.hostnameOverride);
     const nodeIP = await detectNodeIP(config.nodeIP);
@@ -120,14 +133,6 @@ export class Agent {
       'Pod network ready for the CNI shim',
     );
 
-    const runtime = new CriClient(config.runtimeEndpoint, { requestTimeoutMs: config.runtimeRequestTimeoutMs });
-    // The runtime's driver, when it is up now (nodelet starts without a runtime; pods wait for it).
-    const runtimeDriver = await runtime.statusInfo({ signal, timeoutMs: 5_000 }).then(cgroupDriverFromStatusInfo, (err: unknown) => {
-      log.warn({ err }, 'Container runtime not reachable: using cgroupDriver from the configuration');
-      return undefined;
-    });
-    const cgroupDriver = effectiveCgroupDriver(config.kubelet.cgroupDriver, runtimeDriver);
-    if (runtimeDriver) log.info({ cgroupDriver }, 'Using cgroup driver setting received from the CRI runtime');
     // kubelet's allocatable of this machine under the configured reservations (the Node's status follows the same
     // rules): what pods read of the node, and what admission counts until the Node is registered.
     const allocatable = async () => nodeAllocatable(nodeCapacity(await readMachineInfo(config.rootDir), config.kubelet.maxPods), config.kubelet);
