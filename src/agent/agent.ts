@@ -1,6 +1,6 @@
 // Wires nodelet together: pod sources -> pod config -> pod workers <-> CRI runtime, the agent-owned pod network, housekeeping,
 // the status API; with --kubeconfig, cluster mode's API source and controllers.
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { LogEventRecorder } from '../controllers/event-recorder.js';
@@ -14,6 +14,7 @@ import { PodCgroupManager } from '../host/cgroups.js';
 import { isSwapOn } from '../host/swap.js';
 import { cgroupDriverFromStatusInfo, type CgroupDriver } from '../cri/runtime-info.js';
 import { runHealthzServer } from './healthz.js';
+import { resolvConfLimitWarning } from '../execution/dns.js';
 import { hostFilesystem } from '../host/filesystem.js';
 import { DirectProgramRunner, SpawnHelperRunner } from '../host/program-runner.js';
 import { detectNodeIP, hostAddresses, nodeName } from '../host/node.js';
@@ -228,6 +229,13 @@ export class Agent {
     };
 
     await api.listen();
+    // kubelet checks the host resolver file against the pods' limits once, when its sync loop starts.
+    const { resolvConf, clusterDomain } = config.kubelet;
+    if (resolvConf) {
+      const read = await readFile(resolvConf, 'utf8').then((text) => ({ text, error: '' }), (err: Error) => ({ text: undefined, error: err.message }));
+      const warning = resolvConfLimitWarning(resolvConf, read.text, clusterDomain, read.error);
+      if (warning) events.nodeEvent('Warning', 'CheckLimitsForResolvConf', warning);
+    }
     log.info({ node, podManifestPath: config.podManifestPath, statusSocket: statusSocketPath(config.rootDir) }, 'nodelet started');
     try {
       await Promise.all([

@@ -194,3 +194,28 @@ export function podDnsConfig(pod: V1Pod, node: NodeDnsSettings, host: DnsConfig)
   dns.searches = fitSearches(dns.searches, events);
   return { dnsConfig: dns, events };
 }
+
+/**
+ * kubelet's CheckLimitsForResolvConf, made once when its sync loop starts: the host resolver file's search line
+ * checked against what pods can take (3 paths fewer with a cluster domain, which ClusterFirst pods put first). The
+ * message of the node's CheckLimitsForResolvConf warning event, or undefined when the file is within the limits.
+ * `text` is undefined when the file could not be read (`readError` then says why).
+ */
+export function resolvConfLimitWarning(resolvConf: string, text: string | undefined, clusterDomain: string, readError = ''): string | undefined {
+  if (text === undefined) return readError;
+  let searches: string[];
+  try {
+    searches = parseResolvConf(text).searches;
+  } catch (err) {
+    return (err as Error).message;
+  }
+  const domainCountLimit = maxDNSSearchPaths - (clusterDomain ? 3 : 0);
+  if (searches.length > domainCountLimit) return `Resolv.conf file '${resolvConf}' contains search line consisting of more than ${domainCountLimit} domains!`;
+  if (searches.some((s) => s.length > maxSearchPathLength)) {
+    return `Resolv.conf file "${resolvConf}" contains a search path which length is more than allowed ${maxSearchPathLength} chars!`;
+  }
+  if (searches.join(' ').length > maxDNSSearchListChars) {
+    return `Resolv.conf file '${resolvConf}' contains search line which length is more than allowed ${maxDNSSearchListChars} chars!`;
+  }
+  return undefined;
+}

@@ -2,7 +2,7 @@
 // policies, dnsConfig merging, the resolver limits and their DNSConfigForming events, the MissingClusterDNS fallback.
 import type { V1Pod, V1PodDNSConfig } from '@kubernetes/client-node';
 import type { DnsConfig } from '../../../src/cri/types.js';
-import { parseResolvConf, podDnsConfig, podDnsType, ResolvConfError, type NodeDnsSettings } from '../../../src/execution/dns.js';
+import { parseResolvConf, podDnsConfig, podDnsType, resolvConfLimitWarning, ResolvConfError, type NodeDnsSettings } from '../../../src/execution/dns.js';
 
 describe('parseResolvConf (kubelet TestParseResolvConf)', () => {
   const cases: Array<[string, string[], string[], string[]]> = [
@@ -235,5 +235,23 @@ describe("the resolver's limits (kubelet TestFormDNSSearchFitsLimits, TestFormDN
     const { dnsConfig, events } = podDnsConfig(pod({ dnsPolicy: 'ClusterFirst', dnsConfig: { nameservers: ['10.0.0.11', '10.0.0.12', '10.0.0.13'] } }), node(), host);
     expect(dnsConfig.servers).toEqual(['10.0.0.10', '10.0.0.11', '10.0.0.12']);
     expect(events.map((e) => e.reason)).toEqual(['DNSConfigForming']);
+  });
+});
+
+describe('resolvConfLimitWarning (kubelet CheckLimitsForResolvConf)', () => {
+  const search = (n: number) => `search ${Array.from({ length: n }, (_, i) => `d${i}.example`).join(' ')}\n`;
+  test.each([
+    ['within the limits', search(29), 'cluster.local', undefined],
+    ['more than 29 domains with a cluster domain', search(30), 'cluster.local', "Resolv.conf file '/etc/resolv.conf' contains search line consisting of more than 29 domains!"],
+    ['32 domains without a cluster domain', search(32), '', undefined],
+    ['a path over 253 characters', `search ${'a'.repeat(254)}\n`, '', 'Resolv.conf file "/etc/resolv.conf" contains a search path which length is more than allowed 253 chars!'],
+    ['a search line over 2048 characters', `search ${Array.from({ length: 9 }, (_, i) => String.fromCharCode(97 + i).repeat(250)).join(' ')}\n`, '', "Resolv.conf file '/etc/resolv.conf' contains search line which length is more than allowed 2048 chars!"],
+    ['a nameserver line without an address', 'nameserver\n', '', 'nameserver list is empty '],
+  ])('%s', (_desc, text, domain, warning) => {
+    expect(resolvConfLimitWarning('/etc/resolv.conf', text, domain)).toBe(warning);
+  });
+
+  test('a file that cannot be read is the warning itself', () => {
+    expect(resolvConfLimitWarning('/x', undefined, '', "ENOENT: no such file or directory, open '/x'")).toBe("ENOENT: no such file or directory, open '/x'");
   });
 });
