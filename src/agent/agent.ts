@@ -1,6 +1,6 @@
 // Wires nodelet together: pod sources -> pod config -> pod workers <-> CRI runtime, the agent-owned pod network, housekeeping,
 // the status API; with --kubeconfig, cluster mode's API source and controllers.
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { LogEventRecorder } from '../controllers/event-recorder.js';
@@ -11,9 +11,13 @@ import { PodNetwork } from '../cni/pod-network.js';
 import { CniShimServer } from '../cni/shim-server.js';
 import { hostRoutes } from '../host/routes.js';
 import { PodCgroupManager } from '../host/cgroups.js';
+import { isSwapOn } from '../host/swap.js';
+import { cgroupDriverFromStatusInfo, type CgroupDriver } from '../cri/runtime-info.js';
+import { runHealthzServer } from './healthz.js';
+import { resolvConfLimitWarning } from '../execution/dns.js';
 import { hostFilesystem } from '../host/filesystem.js';
 import { DirectProgramRunner, SpawnHelperRunner } from '../host/program-runner.js';
-import { detectNodeIP, hostAddresses, hostDnsConfig, nodeName } from '../host/node.js';
+import { detectNodeIP, hostAddresses, nodeName } from '../host/node.js';
 import { subnetCollisions } from '../cni/conflist.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import type { Logger } from '../core/log.js';
@@ -34,6 +38,22 @@ import { readMachineInfo } from '../host/machine-info.js';
 import { PodVolumeManager } from '../volume/pod-volumes.js';
 
 export { AgentConfigError };
+
+/**
+ * The cgroup driver pods get, as kubelet decides it (KubeletCgroupDriverFromCRI, on by default since 1.31): the
+ * runtime's own when it tells (kubelet asks CRI RuntimeConfig; containerd 1.6 tells in its verbose Status), else the
+ * configured one. nodelet implements the cgroupfs driver only: systemd is refused, naming the field.
+ */
+export function effectiveCgroupDriver(configured: CgroupDriver, runtime: CgroupDriver | undefined): CgroupDriver {
+  const driver = runtime ?? configured;
+  if (driver === 'systemd') {
+    throw new AgentConfigError(
+      `cgroupDriver: systemd ${runtime ? "(the container runtime's: SystemdCgroup = true)" : '(--config)'} is not supported: ` +
+        'nodelet manages pod cgroups with the cgroupfs driver only; configure the runtime and cgroupDriver for cgroupfs',
+    );
+  }
+  return driver;
+}
 
 /** The status socket of an agent with this root dir (read by `nodelet pods`). */
 export function statusSocketPath(rootDir: string): string {
@@ -66,10 +86,31 @@ export class Agent {
     const { config, log } = this;
     const clock = systemClock;
     if (!config.podManifestPath && !config.kubeconfig) throw new AgentConfigError('--pod-manifest-path is required (standalone mode, without --kubeconfig)');
+    // kubelet's container manager refuses these before anything runs.
+    if (config.kubelet.failSwapOn && (await isSwapOn())) {
+      throw new AgentConfigError('failSwapOn: running with swap on is not supported, please disable swap or set failSwapOn (--config) to false');
+    }
+    const podCgroups = await PodCgroupManager.detect(config.kubelet.cgroupRoot);
+    const missingRoot = await podCgroups.missingRoot();
+    if (missingRoot.length > 0) {
+      throw new AgentConfigError(`cgroupRoot: invalid configuration: cgroup "${config.kubelet.cgroupRoot}" does not exist: ${missingRoot.join(', ')}`);
+    }
+    const runtime = new CriClient(config.runtimeEndpoint, { requestTimeoutMs: config.runtimeRequestTimeoutMs });
+    // The runtime's driver, when it is up now (nodelet starts without a runtime; pods wait for it).
+    const runtimeDriver = await runtime.statusInfo({ signal, timeoutMs: 2_000 }).then(cgroupDriverFromStatusInfo, (err: unknown) => {
+      log.warn({ err }, 'Container runtime not reachable: using cgroupDriver from the configuration');
+      return undefined;
+    });
+    try {
+      const cgroupDriver = effectiveCgroupDriver(config.kubelet.cgroupDriver, runtimeDriver);
+      if (runtimeDriver) log.info({ cgroupDriver }, 'Using cgroup driver setting received from the CRI runtime');
+    } catch (err) {
+      runtime.close();
+      throw err;
+    }
     await mkdir(config.rootDir, { recursive: true });
     const node = nodeName(config.hostnameOverride);
     const nodeIP = await detectNodeIP(config.nodeIP);
-    const hostDns = await hostDnsConfig();
 
     const networks = await loadPodNetworks(config.cniConfDir, config.podCIDR ? { podCidr: config.podCIDR } : {});
     const routes = await hostRoutes({ signal });
@@ -93,7 +134,6 @@ export class Agent {
       'Pod network ready for the CNI shim',
     );
 
-    const runtime = new CriClient(config.runtimeEndpoint, { requestTimeoutMs: config.runtimeRequestTimeoutMs });
     // kubelet's allocatable of this machine under the configured reservations (the Node's status follows the same
     // rules): what pods read of the node, and what admission counts until the Node is registered.
     const allocatable = async () => nodeAllocatable(nodeCapacity(await readMachineInfo(config.rootDir), config.kubelet.maxPods), config.kubelet);
@@ -101,7 +141,6 @@ export class Agent {
     const cluster = config.kubeconfig
       ? await (await import('./cluster-mode.js')).ClusterMode.create({ config, nodeName: node, nodeIP, runtime, podNetwork, allocatable, log })
       : undefined;
-    const podCgroups = await PodCgroupManager.detect();
     let runtimeName = 'containerd';
     const observer = new RuntimeObserver(runtime, podNetwork, hostFilesystem);
     const volumes = new PodVolumeManager(config.rootDir, allocatable, cluster?.objects);
@@ -114,7 +153,13 @@ export class Agent {
       runtime,
       images: new ImageManager(runtime, new Backoff(), clock.now, events),
       crashBackoff: new Backoff(),
-      node: { podLogsDir: config.podLogsDir, hostDns, cgroupsPerQOS: true, seccompProfileRoot: join(config.rootDir, 'seccomp') },
+      node: {
+        podLogsDir: config.podLogsDir,
+        dns: { clusterDNS: config.kubelet.clusterDNS, clusterDomain: config.kubelet.clusterDomain, resolvConf: config.kubelet.resolvConf, nodeIPs: [nodeIP] },
+        cgroupsPerQOS: true,
+        cgroupRoot: config.kubelet.cgroupRoot,
+        seccompProfileRoot: join(config.rootDir, 'seccomp'),
+      },
       podCgroups,
       clock,
       files: hostFilesystem,
@@ -126,7 +171,9 @@ export class Agent {
       errorRetryMs: workerErrorRetryMs,
       log,
       // Standalone there is no one to write statuses to: the workers keep them for the status socket.
-      ...(cluster ? { onStatus: (pod, status, final) => podConfig.podStatus(pod, status, final), apiObjects: cluster.objects } : {}),
+      ...(cluster
+        ? { onStatus: (pod, status, final) => podConfig.podStatus(pod, status, final), apiObjects: cluster.objects, services: cluster.services }
+        : {}),
       onPodChange: (uid, pod) => api.podChanged(uid, pod),
       events,
       prober: new ProbeManager({ runtime, hostIP: () => nodeIP, hostIPs: cachedHostIPs(nodeIP, clock), log, events, clock }),
@@ -203,6 +250,13 @@ export class Agent {
       throw new AgentConfigError(`cannot serve the kubelet API on ${config.kubelet.address}:${config.kubelet.port}: ${(err as Error).message}`, { cause: err });
     }
     log.info({ address: config.kubelet.address, port: kubeletApi.port }, 'Kubelet API listening (HTTPS)');
+    // kubelet checks the host resolver file against the pods' limits once, when its sync loop starts.
+    const { resolvConf, clusterDomain } = config.kubelet;
+    if (resolvConf) {
+      const read = await readFile(resolvConf, 'utf8').then((text) => ({ text, error: '' }), (err: Error) => ({ text: undefined, error: err.message }));
+      const warning = resolvConfLimitWarning(resolvConf, read.text, clusterDomain, read.error);
+      if (warning) events.nodeEvent('Warning', 'CheckLimitsForResolvConf', warning);
+    }
     log.info({ node, podManifestPath: config.podManifestPath, statusSocket: statusSocketPath(config.rootDir) }, 'nodelet started');
     try {
       await Promise.all([
@@ -210,6 +264,7 @@ export class Agent {
         staticPods?.run(signal),
         cluster?.run(podConfig, workers, signal),
         relister.run(signal),
+        runHealthzServer({ address: config.kubelet.healthzBindAddress, port: config.kubelet.healthzPort, log }, signal),
       ]);
     } finally {
       workers.stop();

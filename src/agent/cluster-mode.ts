@@ -13,6 +13,7 @@ import { MirrorPodManager } from '../controllers/mirror-pods.js';
 import { ClusterObjectSource } from '../controllers/object-managers.js';
 import { Reflector } from '../kubeapi/reflector.js';
 import { StatusManager } from '../controllers/status-manager.js';
+import { ServiceInformer } from '../controllers/service-informer.js';
 import { formatResourceList, type NodeResources } from '../host/allocatable.js';
 import { goArch } from '../host/machine-info.js';
 import type { Logger } from '../core/log.js';
@@ -70,6 +71,8 @@ export class ClusterMode {
   readonly events: ApiEventRecorder;
   /** The configMaps, secrets and service account tokens the pods' volumes and env read (kubelet's object and token managers). */
   readonly objects: ClusterObjectSource;
+  /** Every Service of the cluster, for the pods' service environment variables (kubelet's serviceLister). */
+  readonly services: ServiceInformer;
   /** This node's Node object as the API server has it (list + watch by name); undefined until registered. */
   private registeredNode?: V1Node;
   private readonly nodeReflector: Reflector<V1Node>;
@@ -103,6 +106,7 @@ export class ClusterMode {
     this.status = new StatusManager({ client, log });
     this.events = new ApiEventRecorder({ client: eventClient, nodeName, log });
     this.objects = new ClusterObjectSource({ client, log });
+    this.services = new ServiceInformer({ client, log });
     this.mirrors = new MirrorPodManager({ client, nodeName, log, nodeUid: async () => this.registeredNode?.metadata?.uid });
     this.nodeReflector = new Reflector<V1Node>({
       client,
@@ -144,7 +148,7 @@ export class ClusterMode {
     this.objects.onPodsChanged = (uids) => workers.wakePods(uids);
     const { log, nodeName } = this.opts;
     const api = new ApiPodSource({ client: this.client, nodeName, log, onPods: (pods, mirrorPods) => podConfig.setApiPods(pods, mirrorPods) });
-    const tasks = [api.run(signal), this.nodeReflector.run(signal), this.heartbeats.run(signal)];
+    const tasks = [api.run(signal), this.nodeReflector.run(signal), this.heartbeats.run(signal), this.services.run(signal)];
     log.info({ server: this.client.server, node: nodeName }, 'Cluster mode: watching the pods bound to this node');
     this.events.nodeEvent('Normal', 'Starting', 'Starting kubelet.');
     try {

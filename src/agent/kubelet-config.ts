@@ -6,6 +6,9 @@ import { parse } from 'yaml';
 import { InvalidQuantityError, parseQuantity, type Quantity } from '../core/quantity.js';
 import { parseGoDuration } from '../core/duration.js';
 import type { EvictionSignal, EvictionThreshold, ReservedResource } from '../host/allocatable.js';
+import type { CgroupDriver } from '../cri/runtime-info.js';
+
+export type { CgroupDriver };
 
 export const kubeletConfigApiVersion = 'kubelet.config.k8s.io/v1beta1';
 export const kubeletConfigKind = 'KubeletConfiguration';
@@ -46,6 +49,24 @@ export interface KubeletConfiguration {
   registerNode: boolean;
   registerWithTaints: V1Taint[];
   providerID: string;
+  /** The cluster DNS servers' IPs: ClusterFirst pods get them as their nameservers (none: they fall back to Default). */
+  clusterDNS: string[];
+  /** The cluster's domain: ClusterFirst pods search <ns>.svc.<domain>, svc.<domain> and <domain> first. */
+  clusterDomain: string;
+  /** The resolver file Default pods copy and ClusterFirst pods take their search list from; '' for none. */
+  resolvConf: string;
+  /** How pod cgroups are named: nodelet implements cgroupfs (the runtime's driver wins, see agent). */
+  cgroupDriver: CgroupDriver;
+  /** The cgroup kubepods is created under; it must exist. */
+  cgroupRoot: string;
+  /** Refuse to start while swap is on (/proc/swaps). */
+  failSwapOn: boolean;
+  /** Image GC thresholds, validated (0-100, low < high); nodelet removes no images yet. */
+  imageGCHighThresholdPercent: number;
+  imageGCLowThresholdPercent: number;
+  /** kubelet's healthz HTTP server (GET /healthz: ok); port 0 disables it. */
+  healthzBindAddress: string;
+  healthzPort: number;
 }
 
 /** KubeletConfiguration `authentication`: who a request to the kubelet API comes from. */
@@ -96,7 +117,11 @@ export const tlsCipherSuiteNames: Readonly<Record<string, string>> = {
 };
 
 /** The fields a configuration file set (the rest keep kubelet's defaults or come from flags). */
-export type KubeletConfigFile = Partial<KubeletConfiguration> & { source: string };
+export type KubeletConfigFile = Partial<KubeletConfiguration> & {
+  source: string;
+  /** One line per field accepted but not honoured (unknown, or a kubelet feature nodelet does not have), naming it. */
+  warnings: string[];
+};
 
 /** A configuration file nodelet cannot use; the message names the file and the field. */
 export class KubeletConfigError extends Error {}
@@ -135,40 +160,144 @@ export function defaultKubeletConfiguration(): KubeletConfiguration {
     registerNode: true,
     registerWithTaints: [],
     providerID: '',
+    clusterDNS: [],
+    clusterDomain: '',
+    resolvConf: '/etc/resolv.conf',
+    cgroupDriver: 'cgroupfs',
+    cgroupRoot: '/',
+    failSwapOn: true,
+    imageGCHighThresholdPercent: 85,
+    imageGCLowThresholdPercent: 80,
+    healthzBindAddress: '127.0.0.1',
+    healthzPort: 10248,
   };
 }
 
-// Fields of kubelet's v1beta1 KubeletConfiguration that nodelet knows but does not implement: naming one is an
-// error that says so, rather than a setting silently ignored.
-const unsupportedKubeletFields = new Set([
-  'enableServer', 'httpCheckFrequency', 'staticPodURL', 'staticPodURLHeader', 'readOnlyPort',
-  'rotateCertificates', 'serverTLSBootstrap', 'registryPullQPS', 'registryBurst', 'imagePullCredentialsVerificationPolicy',
-  'preloadedImagesVerificationAllowlist', 'eventRecordQPS', 'eventBurst', 'enableDebuggingHandlers',
-  'enableContentionProfiling', 'healthzPort', 'healthzBindAddress', 'oomScoreAdj', 'clusterDomain', 'clusterDNS',
-  'streamingConnectionIdleTimeout', 'imageMinimumGCAge', 'imageMaximumGCAge', 'imageGCHighThresholdPercent',
-  'imageGCLowThresholdPercent', 'volumeStatsAggPeriod', 'kubeletCgroups', 'systemCgroups', 'cgroupRoot', 'cgroupsPerQOS',
-  'cgroupDriver', 'cpuManagerPolicy', 'singleProcessOOMKill', 'cpuManagerPolicyOptions', 'cpuManagerReconcilePeriod',
-  'memoryManagerPolicy', 'topologyManagerPolicy', 'topologyManagerScope', 'topologyManagerPolicyOptions', 'qosReserved',
-  'hairpinMode', 'podPidsLimit', 'resolvConf', 'runOnce', 'cpuCFSQuota', 'cpuCFSQuotaPeriod', 'maxOpenFiles',
-  'contentType', 'serializeImagePulls', 'maxParallelImagePulls', 'evictionSoft', 'evictionSoftGracePeriod',
-  'evictionPressureTransitionPeriod', 'evictionMaxPodGracePeriod', 'evictionMinimumReclaim',
-  'mergeDefaultEvictionSettings', 'podsPerCore', 'enableControllerAttachDetach', 'protectKernelDefaults',
-  'makeIPTablesUtilChains', 'iptablesMasqueradeBit', 'iptablesDropBit', 'featureGates', 'failSwapOn', 'memorySwap',
-  'containerLogMaxSize', 'containerLogMaxFiles', 'containerLogMaxWorkers', 'containerLogMonitorInterval',
-  'configMapAndSecretChangeDetectionStrategy', 'reservedSystemCPUs', 'showHiddenMetricsForVersion',
-  'systemReservedCgroup', 'kubeReservedCgroup', 'enforceNodeAllocatable', 'allowedUnsafeSysctls', 'volumePluginDir',
-  'kernelMemcgNotification', 'logging', 'enableSystemLogHandler', 'enableSystemLogQuery', 'shutdownGracePeriod',
-  'shutdownGracePeriodCriticalPods', 'shutdownGracePeriodByPodPriority', 'crashLoopBackOff', 'reservedMemory',
-  'enableProfilingHandler', 'enableDebugFlagsHandler', 'seccompDefault', 'memoryThrottlingFactor', 'tracing',
-  'localStorageCapacityIsolation', 'imageServiceEndpoint', 'failCgroupV1', 'userNamespaces',
-]);
+/** How a field nodelet does not implement is type-checked, and which values ask for nothing nodelet does not do. */
+type IgnoredField =
+  | { kind: 'string'; inert?: string[] }
+  | { kind: 'bool'; default: boolean }
+  | { kind: 'int'; inert?: number[] }
+  | { kind: 'number'; inert: number[] }
+  | { kind: 'duration'; defaultMs?: number }
+  | { kind: 'strings' | 'stringMap' | 'boolMap' | 'object' | 'list' };
+
+/**
+ * Fields of kubelet's v1beta1 KubeletConfiguration that nodelet does not implement. As kubelet's lenient decoding of
+ * v1beta1 takes a file with fields it cannot use, nodelet accepts them: a value of the wrong type is an error naming
+ * the field, a value that asks for something (not kubelet's default, nor the zero value kubelet replaces by its
+ * default, nor "off") is one warning naming the field, and the setting is ignored.
+ */
+const ignoredFields: Record<string, IgnoredField> = {
+  enableServer: { kind: 'bool', default: true },
+  httpCheckFrequency: { kind: 'duration', defaultMs: 20_000 },
+  staticPodURL: { kind: 'string' },
+  staticPodURLHeader: { kind: 'object' },
+  readOnlyPort: { kind: 'int' },
+  registryPullQPS: { kind: 'int', inert: [5] },
+  registryBurst: { kind: 'int', inert: [0, 10] },
+  imagePullCredentialsVerificationPolicy: { kind: 'string' },
+  preloadedImagesVerificationAllowlist: { kind: 'strings' },
+  eventRecordQPS: { kind: 'int', inert: [50] },
+  eventBurst: { kind: 'int', inert: [0, 100] },
+  enableDebuggingHandlers: { kind: 'bool', default: true },
+  enableContentionProfiling: { kind: 'bool', default: false },
+  oomScoreAdj: { kind: 'int', inert: [-999] },
+  streamingConnectionIdleTimeout: { kind: 'duration', defaultMs: 4 * 3600_000 },
+  imageMinimumGCAge: { kind: 'duration', defaultMs: 120_000 },
+  imageMaximumGCAge: { kind: 'duration' },
+  volumeStatsAggPeriod: { kind: 'duration', defaultMs: 60_000 },
+  kubeletCgroups: { kind: 'string' },
+  systemCgroups: { kind: 'string' },
+  cgroupsPerQOS: { kind: 'bool', default: true },
+  cpuManagerPolicy: { kind: 'string', inert: ['', 'none'] },
+  // Read only on cgroup v2 hosts (memory.oom.group); nodelet runs pods on cgroup v1.
+  singleProcessOOMKill: { kind: 'bool', default: false },
+  cpuManagerPolicyOptions: { kind: 'stringMap' },
+  cpuManagerReconcilePeriod: { kind: 'duration', defaultMs: 10_000 },
+  memoryManagerPolicy: { kind: 'string', inert: ['', 'None'] },
+  topologyManagerPolicy: { kind: 'string', inert: ['', 'none'] },
+  topologyManagerScope: { kind: 'string', inert: ['', 'container'] },
+  topologyManagerPolicyOptions: { kind: 'stringMap' },
+  qosReserved: { kind: 'stringMap' },
+  hairpinMode: { kind: 'string', inert: ['', 'promiscuous-bridge'] },
+  podPidsLimit: { kind: 'int', inert: [0, -1] },
+  cpuCFSQuota: { kind: 'bool', default: true },
+  cpuCFSQuotaPeriod: { kind: 'duration', defaultMs: 100 },
+  maxOpenFiles: { kind: 'int', inert: [0, 1_000_000] },
+  // nodelet speaks JSON to the API server.
+  contentType: { kind: 'string', inert: ['', 'application/vnd.kubernetes.protobuf', 'application/json'] },
+  serializeImagePulls: { kind: 'bool', default: true },
+  maxParallelImagePulls: { kind: 'int' },
+  evictionSoft: { kind: 'stringMap' },
+  evictionSoftGracePeriod: { kind: 'stringMap' },
+  evictionPressureTransitionPeriod: { kind: 'duration', defaultMs: 300_000 },
+  evictionMaxPodGracePeriod: { kind: 'int' },
+  evictionMinimumReclaim: { kind: 'stringMap' },
+  mergeDefaultEvictionSettings: { kind: 'bool', default: false },
+  podsPerCore: { kind: 'int' },
+  enableControllerAttachDetach: { kind: 'bool', default: true },
+  protectKernelDefaults: { kind: 'bool', default: false },
+  makeIPTablesUtilChains: { kind: 'bool', default: true },
+  iptablesMasqueradeBit: { kind: 'int', inert: [14] },
+  iptablesDropBit: { kind: 'int', inert: [15] },
+  featureGates: { kind: 'boolMap' },
+  memorySwap: { kind: 'object' },
+  containerLogMaxSize: { kind: 'string', inert: ['', '10Mi'] },
+  containerLogMaxFiles: { kind: 'int', inert: [5] },
+  containerLogMaxWorkers: { kind: 'int', inert: [1] },
+  containerLogMonitorInterval: { kind: 'duration', defaultMs: 10_000 },
+  // nodelet's object managers watch (kubelet's default strategy).
+  configMapAndSecretChangeDetectionStrategy: { kind: 'string', inert: ['', 'Watch'] },
+  reservedSystemCPUs: { kind: 'string' },
+  showHiddenMetricsForVersion: { kind: 'string' },
+  systemReservedCgroup: { kind: 'string' },
+  kubeReservedCgroup: { kind: 'string' },
+  enforceNodeAllocatable: { kind: 'strings' },
+  allowedUnsafeSysctls: { kind: 'strings' },
+  volumePluginDir: { kind: 'string', inert: ['', '/usr/libexec/kubernetes/kubelet-plugins/volume/exec/'] },
+  kernelMemcgNotification: { kind: 'bool', default: false },
+  logging: { kind: 'object' },
+  enableSystemLogHandler: { kind: 'bool', default: true },
+  enableSystemLogQuery: { kind: 'bool', default: false },
+  shutdownGracePeriod: { kind: 'duration' },
+  shutdownGracePeriodCriticalPods: { kind: 'duration' },
+  shutdownGracePeriodByPodPriority: { kind: 'list' },
+  crashLoopBackOff: { kind: 'object' },
+  reservedMemory: { kind: 'list' },
+  enableProfilingHandler: { kind: 'bool', default: true },
+  enableDebugFlagsHandler: { kind: 'bool', default: true },
+  seccompDefault: { kind: 'bool', default: false },
+  // MemoryQoS (cgroup v2 only).
+  memoryThrottlingFactor: { kind: 'number', inert: [0, 0.9] },
+  tracing: { kind: 'object' },
+  localStorageCapacityIsolation: { kind: 'bool', default: true },
+  imageServiceEndpoint: { kind: 'string' },
+  failCgroupV1: { kind: 'bool', default: false },
+  userNamespaces: { kind: 'object' },
+};
+
+// ---- Fields owned by other branches (merge point) --------------------------------------------------------------------
+// Certificate rotation / TLS bootstrap (rotateCertificates, serverTLSBootstrap) are implemented on the join branch.
+// Here they are known fields: type-checked, accepted without a warning, not used. That branch replaces this entry.
+const otherBranchFields: Record<string, IgnoredField> = {
+  rotateCertificates: { kind: 'bool', default: false },
+  serverTLSBootstrap: { kind: 'bool', default: false },
+};
+// ----------------------------------------------------------------------------------------------------------------------
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 const reservedResources: readonly ReservedResource[] = ['cpu', 'memory', 'ephemeral-storage', 'pid'];
-const evictionSignals: readonly EvictionSignal[] = ['memory.available', 'nodefs.available'];
+/** The signals that reduce allocatable (kubelet subtracts their hard thresholds); nodelet evicts no pods. */
+const allocatableSignals: readonly EvictionSignal[] = ['memory.available', 'nodefs.available'];
+/** kubelet's other eviction signals (eviction/api): accepted; a threshold above 0 asks for evictions nodelet does not do. */
+const otherEvictionSignals = [
+  'allocatableMemory.available', 'nodefs.inodesFree', 'imagefs.available', 'imagefs.inodesFree', 'containerfs.available',
+  'containerfs.inodesFree', 'pid.available',
+];
 const taintEffects = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'];
 
 /** Parses one eviction threshold value: "100Mi" or "10%" (kubelet's ParseThresholdConfig). */
@@ -204,10 +333,70 @@ class FieldReader {
     return value;
   }
 
-  int(field: string, value: unknown, min: number): number {
+  int(field: string, value: unknown, min: number, max = Infinity): number {
     if (typeof value !== 'number' || !Number.isInteger(value)) this.fail(field, `must be an integer, not ${JSON.stringify(value)}`);
     if (value < min) this.fail(field, `must be at least ${min}, not ${value}`);
+    if (value > max) this.fail(field, `must be at most ${max}, not ${value}`);
     return value;
+  }
+
+  /** A duration where 0 means kubelet's default (undefined here), as kubelet's defaulting replaces a zero duration. */
+  durationOrDefault(field: string, value: unknown): number | undefined {
+    const ms = this.duration(field, value, false);
+    return ms === 0 ? undefined : ms;
+  }
+
+  strings(field: string, value: unknown): string[] {
+    if (!Array.isArray(value)) return this.fail(field, `must be a list of strings, not ${JSON.stringify(value)}`);
+    return value.map((v, i) => this.string(`${field}[${i}]`, v));
+  }
+
+  map(field: string, value: unknown, what: string): Record<string, unknown> {
+    if (!isRecord(value)) return this.fail(field, `must be a map of ${what}, not ${JSON.stringify(value)}`);
+    return value;
+  }
+
+  ip(field: string, value: unknown): string {
+    const text = this.string(field, value);
+    if (isIP(text) === 0) this.fail(field, `must be an IP address, not "${text}"`);
+    return text;
+  }
+
+  /** Type-checks a field nodelet does not implement; true when its value asks for nothing nodelet does not do. */
+  ignored(field: string, value: unknown, spec: IgnoredField): boolean {
+    switch (spec.kind) {
+      case 'string':
+        return (spec.inert ?? ['']).includes(this.string(field, value));
+      case 'bool':
+        return this.bool(field, value) === spec.default;
+      case 'int':
+        return (spec.inert ?? [0]).includes(this.int(field, value, -Infinity));
+      case 'number':
+        if (typeof value !== 'number') this.fail(field, `must be a number, not ${JSON.stringify(value)}`);
+        return spec.inert.includes(value);
+      case 'duration': {
+        const ms = this.duration(field, value, false);
+        return ms === 0 || ms === spec.defaultMs;
+      }
+      case 'strings':
+        return this.strings(field, value).length === 0;
+      case 'stringMap': {
+        const map = this.map(field, value, 'strings');
+        for (const [k, v] of Object.entries(map)) this.string(`${field}.${k}`, v);
+        return Object.keys(map).length === 0;
+      }
+      case 'boolMap': {
+        const map = this.map(field, value, 'names to true or false');
+        for (const [k, v] of Object.entries(map)) this.bool(`${field}.${k}`, v);
+        return Object.keys(map).length === 0;
+      }
+      case 'object':
+        if (value !== null) this.map(field, value, 'settings');
+        return isZero(value);
+      case 'list':
+        if (!Array.isArray(value)) this.fail(field, `must be a list, not ${JSON.stringify(value)}`);
+        return value.length === 0;
+    }
   }
 
   duration(field: string, value: unknown, positive: boolean): number {
@@ -242,22 +431,28 @@ class FieldReader {
     return out;
   }
 
-  evictionHard(field: string, value: unknown): Partial<Record<EvictionSignal, EvictionThreshold>> {
+  /**
+   * kubelet's hard eviction thresholds. memory.available and nodefs.available reduce allocatable, as in kubelet; the other
+   * signals are accepted, and a threshold above 0 on one of them is a warning (nodelet evicts no pods).
+   */
+  evictionHard(field: string, value: unknown, warn: (field: string, message: string) => void): Partial<Record<EvictionSignal, EvictionThreshold>> {
     if (!isRecord(value)) return this.fail(field, 'must be a map of eviction signal to threshold');
     const out: Partial<Record<EvictionSignal, EvictionThreshold>> = {};
     for (const [signal, raw] of Object.entries(value)) {
-      if (!(evictionSignals as readonly string[]).includes(signal)) {
-        this.fail(
-          `${field}.${signal}`,
-          `not supported: nodelet does not evict pods; only ${evictionSignals.join(' and ')} (which kubelet subtracts from allocatable) are honoured`,
-        );
+      const at = `${field}.${signal}`;
+      const known = (allocatableSignals as readonly string[]).includes(signal);
+      if (!known && !otherEvictionSignals.includes(signal)) {
+        this.fail(at, `unknown eviction signal; kubelet's are ${[...allocatableSignals, ...otherEvictionSignals].join(', ')}`);
       }
-      const text = this.string(`${field}.${signal}`, raw);
+      const text = this.string(at, raw);
+      let threshold: EvictionThreshold;
       try {
-        out[signal as EvictionSignal] = parseEvictionThreshold(text);
+        threshold = parseEvictionThreshold(text);
       } catch (err) {
-        this.fail(`${field}.${signal}`, (err as Error).message);
+        return this.fail(at, (err as Error).message);
       }
+      if (known) out[signal as EvictionSignal] = threshold;
+      else if (!isZeroThreshold(threshold)) warn(at, `${JSON.stringify(text)} is not honoured: nodelet does not evict pods; ignored`);
     }
     return out;
   }
@@ -342,7 +537,33 @@ class FieldReader {
   }
 }
 
-/** Parses a KubeletConfiguration document; returns only the fields it sets. Unknown and unsupported fields are errors. */
+/** A value that sets nothing: null, false, 0, "", a zero duration, "0", and lists and maps of only such values. */
+function isZero(value: unknown): boolean {
+  if (value === null || value === undefined || value === false || value === 0 || value === '' || value === '0') return true;
+  if (typeof value === 'string') {
+    try {
+      return parseGoDuration(value) === 0;
+    } catch {
+      return false;
+    }
+  }
+  if (Array.isArray(value)) return value.every(isZero);
+  if (isRecord(value)) return Object.values(value).every(isZero);
+  return false;
+}
+
+function isZeroThreshold(t: EvictionThreshold): boolean {
+  return 'percentage' in t ? t.percentage === 0 : t.quantity.sign() === 0;
+}
+
+const cgroupDrivers: readonly CgroupDriver[] = ['cgroupfs', 'systemd'];
+
+/**
+ * Parses a KubeletConfiguration document; returns only the fields it sets, and a warning per field it accepts without
+ * honouring. As kubelet decodes v1beta1: an unknown field is a warning (kubelet's lenient decoding), a value of the
+ * wrong type an error; nodelet also refuses a value kubelet's validation refuses, naming the field. Duplicate keys are
+ * an error (YAML). Zero durations and an empty containerRuntimeEndpoint mean kubelet's default, as its defaulting does.
+ */
 export function parseKubeletConfiguration(text: string, source: string): KubeletConfigFile {
   let doc: unknown;
   try {
@@ -357,7 +578,8 @@ export function parseKubeletConfiguration(text: string, source: string): Kubelet
   }
   if (doc.kind !== kubeletConfigKind) r.fail('kind', `must be ${kubeletConfigKind}, not ${JSON.stringify(doc.kind ?? null)}`);
 
-  const out: KubeletConfigFile = { source };
+  const out: KubeletConfigFile = { source, warnings: [] };
+  const warn = (field: string, message: string) => out.warnings.push(`${source}: ${field}: ${message}`);
   for (const [field, value] of Object.entries(doc)) {
     switch (field) {
       case 'apiVersion':
@@ -365,7 +587,6 @@ export function parseKubeletConfiguration(text: string, source: string): Kubelet
         break;
       case 'staticPodPath':
       case 'podLogsDir':
-      case 'containerRuntimeEndpoint':
       case 'podCIDR':
       case 'providerID':
       case 'tlsCertFile':
@@ -388,16 +609,25 @@ export function parseKubeletConfiguration(text: string, source: string): Kubelet
       case 'authorization':
         out.authorization = r.authorization(field, value, defaultKubeletConfiguration().authorization);
         break;
+      case 'clusterDomain':
+        out[field] = r.string(field, value);
+        break;
+      case 'containerRuntimeEndpoint': {
+        const endpoint = r.string(field, value);
+        if (endpoint) out.containerRuntimeEndpoint = endpoint;
+        break;
+      }
       case 'syncFrequency':
       case 'fileCheckFrequency':
       case 'runtimeRequestTimeout':
       case 'nodeStatusUpdateFrequency':
-      case 'nodeStatusReportFrequency':
-        out[`${field}Ms`] = r.duration(field, value, true);
+      case 'nodeStatusReportFrequency': {
+        const ms = r.durationOrDefault(field, value);
+        if (ms !== undefined) out[`${field}Ms`] = ms;
         break;
+      }
       case 'port':
-        out.port = r.int(field, value, 1);
-        if (out.port > 65535) r.fail(field, `must be a port number (1-65535), not ${out.port}`);
+        out.port = r.int(field, value, 1, 65535);
         break;
       case 'maxPods':
         out.maxPods = r.int(field, value, 0);
@@ -419,19 +649,61 @@ export function parseKubeletConfiguration(text: string, source: string): Kubelet
         out[field] = r.reservation(field, value);
         break;
       case 'evictionHard':
-        out.evictionHard = r.evictionHard(field, value);
+        out.evictionHard = r.evictionHard(field, value, warn);
         break;
       case 'registerNode':
-        out.registerNode = r.bool(field, value);
+      case 'failSwapOn':
+        out[field] = r.bool(field, value);
         break;
       case 'registerWithTaints':
         out.registerWithTaints = r.taints(field, value);
         break;
-      default:
-        if (unsupportedKubeletFields.has(field)) r.fail(field, 'is a kubelet setting that nodelet does not support; remove it');
-        r.fail(field, 'unknown field (not a KubeletConfiguration v1beta1 field)');
+      case 'clusterDNS':
+        if (!Array.isArray(value)) return r.fail(field, `must be a list of IP addresses, not ${JSON.stringify(value)}`);
+        out.clusterDNS = value.map((ip: unknown, i) => r.ip(`${field}[${i}]`, ip));
+        break;
+      case 'resolvConf':
+        // kubelet: "" means no resolver file (pods with dnsPolicy Default get 127.0.0.1 and search ".").
+        out.resolvConf = r.string(field, value);
+        break;
+      case 'cgroupDriver': {
+        const driver = r.string(field, value);
+        if (!(cgroupDrivers as readonly string[]).includes(driver)) r.fail(field, `must be one of ${cgroupDrivers.join(', ')}, not "${driver}"`);
+        out.cgroupDriver = driver as CgroupDriver;
+        break;
+      }
+      case 'cgroupRoot': {
+        const root = r.string(field, value);
+        if (root && !root.startsWith('/')) r.fail(field, `must be an absolute cgroup path, not "${root}"`);
+        // kubelet's default: "" is the root cgroup.
+        out.cgroupRoot = root || '/';
+        break;
+      }
+      case 'imageGCHighThresholdPercent':
+      case 'imageGCLowThresholdPercent':
+        out[field] = r.int(field, value, 0, 100);
+        break;
+      case 'healthzBindAddress':
+        out.healthzBindAddress = r.ip(field, value);
+        break;
+      case 'healthzPort':
+        out.healthzPort = r.int(field, value, 0, 65535);
+        break;
+      default: {
+        const spec = ignoredFields[field] ?? otherBranchFields[field];
+        if (!spec) {
+          warn(field, "unknown field (not a KubeletConfiguration v1beta1 field); ignored, as kubelet's lenient decoding of v1beta1 ignores it");
+        } else if (!r.ignored(field, value, spec) && field in ignoredFields) {
+          warn(field, `${JSON.stringify(value)} is not honoured: nodelet does not implement this kubelet setting; ignored`);
+        }
+      }
     }
   }
+  // kubelet validates the thresholds after defaulting: the one the file leaves out keeps kubelet's default.
+  const defaults = defaultKubeletConfiguration();
+  const high = out.imageGCHighThresholdPercent ?? defaults.imageGCHighThresholdPercent;
+  const low = out.imageGCLowThresholdPercent ?? defaults.imageGCLowThresholdPercent;
+  if (low >= high) r.fail('imageGCLowThresholdPercent', `${low} must be less than imageGCHighThresholdPercent ${high}`);
   return out;
 }
 
@@ -471,7 +743,7 @@ export function resolveKubeletConfiguration(
 ): KubeletConfiguration {
   const config = defaultKubeletConfiguration();
   if (file) {
-    const { source: _source, ...fields } = file;
+    const { source: _source, warnings: _warnings, ...fields } = file;
     Object.assign(config, fields);
     // kubelet: nodeStatusReportFrequency defaults to nodeStatusUpdateFrequency when only the latter is set.
     if (file.nodeStatusUpdateFrequencyMs !== undefined && file.nodeStatusReportFrequencyMs === undefined) {

@@ -75,7 +75,10 @@ async function runAgent(argv: string[]): Promise<number> {
   }
   try {
     const configFile = values.get('config');
-    const kubelet = resolveKubeletConfiguration(configFile ? await loadKubeletConfiguration(configFile) : undefined, values, explicit);
+    const file = configFile ? await loadKubeletConfiguration(configFile) : undefined;
+    // Fields accepted but not honoured: one warning each, naming the field (as kubelet logs its lenient decoding).
+    for (const warning of file?.warnings ?? []) log.warn(warning);
+    const kubelet = resolveKubeletConfiguration(file, values, explicit);
     await new Agent(agentConfig(values, kubelet), log).run(controller.signal);
     return 0;
   } catch (err) {

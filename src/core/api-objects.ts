@@ -1,5 +1,5 @@
 // What pod volumes and container env read from the API server (configmaps, secrets, service account tokens), as an interface with typed errors.
-import type { V1ConfigMap, V1Pod, V1Secret } from '@kubernetes/client-node';
+import type { V1ConfigMap, V1Pod, V1Secret, V1Service } from '@kubernetes/client-node';
 
 /** The kind names kubelet's object managers use in their NotFound errors (`configmap "x" not found`). */
 export type ObjectKind = 'configmap' | 'secret';
@@ -75,4 +75,15 @@ export function podObjectReferences(pod: V1Pod): PodObjectReferences {
     }
   }
   return { configMaps, secrets };
+}
+
+/**
+ * The cluster's Services as the node's informer has them (kubelet's serviceLister), for the pods' service environment
+ * variables. Undefined without an API server: pods then get no service variables, as kubelet without one.
+ */
+export interface ServiceLister {
+  /** Whether the first list has been read: until then pods from the API server cannot get their variables. */
+  hasSynced(): boolean;
+  /** Every Service of every namespace. */
+  list(): V1Service[];
 }

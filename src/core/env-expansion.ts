@@ -1,6 +1,6 @@
 // Kubernetes' $(VAR) expansion for command, args and env values: `$$` escapes, unknown names stay as written.
 
-export function expandVars(input: string, vars: ReadonlyMap<string, string>): string {
+export function expandVars(input: string, vars: Pick<ReadonlyMap<string, string>, 'get'>): string {
   let out = '';
   let i = 0;
   while (i < input.length) {

@@ -125,6 +125,12 @@ export class CriClient implements RuntimeService, ImageService, StreamingService
     return { conditions: r.status?.conditions ?? [] };
   }
 
+  /** The verbose Status's info: the runtime's own description of its configuration (containerd: "config", ...). */
+  async statusInfo(opts?: CallOptions): Promise<Record<string, string>> {
+    const r = await this.call<WireStatusResponse>('Status', { verbose: true }, this.timeouts.readTimeoutMs, opts);
+    return r.info ?? {};
+  }
+
   async runPodSandbox(config: PodSandboxConfig, runtimeHandler = '', opts?: CallOptions): Promise<string> {
     const r = await this.call<{ podSandboxId: string }>(
       'RunPodSandbox',
@@ -420,6 +426,7 @@ interface WireVersionResponse {
 
 interface WireStatusResponse {
   status: RuntimeStatus | null;
+  info?: Record<string, string>;
 }
 
 interface WirePodSandbox {

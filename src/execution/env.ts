@@ -12,6 +12,8 @@ export interface PodEnvContext extends ApiEnvContext {
   hostIP: string;
   /** Read when a resourceFieldRef names a limit the container does not set. */
   allocatable: () => Promise<NodeAllocatable>;
+  /** The pod's service variables (service-env.ts serviceEnvVarMap); none standalone. */
+  serviceEnv?: ReadonlyMap<string, string>;
 }
 
 /**
@@ -64,16 +66,20 @@ async function valueFrom(pod: V1Pod, container: V1Container, e: V1EnvVar, field:
 }
 
 /**
- * The container's environment in order: the envFrom sources first, then each `value` expanded against the
- * variables defined before it, each `valueFrom` read from the pod or the API server (an optional one that is
- * missing sets nothing). Throws CreateContainerConfigError: kubelet's message for a missing configMap, secret or
- * key; else naming pod, container and field.
+ * The container's environment in kubelet's makeEnvironmentVariables order: the envFrom sources first, then each
+ * `value` expanded against the variables defined before it and then the service variables, each `valueFrom` read
+ * from the pod or the API server (an optional one that is missing sets nothing); last the service variables the
+ * container does not define itself. Throws CreateContainerConfigError: kubelet's message for a missing configMap,
+ * secret or key; else naming pod, container and field.
  */
 export async function containerEnv(pod: V1Pod, container: V1Container, field: string, ctx: PodEnvContext): Promise<Map<string, string>> {
   const env = await envFromSources(pod, container, ctx);
+  const services = ctx.serviceEnv ?? new Map<string, string>();
+  // kubelet's MappingFuncFor(tmpEnv, serviceEnv): the container's own variables first.
+  const lookup = { get: (name: string) => env.get(name) ?? services.get(name) };
   for (const [i, e] of (container.env ?? []).entries()) {
     try {
-      const value = e.valueFrom ? await valueFrom(pod, container, e, `${field}.env[${i}]`, ctx) : expandVars(e.value ?? '', env);
+      const value = e.valueFrom ? await valueFrom(pod, container, e, `${field}.env[${i}]`, ctx) : expandVars(e.value ?? '', lookup);
       if (value !== undefined) env.set(e.name, value);
     } catch (err) {
       if (err instanceof SyncError) throw err;
@@ -81,5 +87,6 @@ export async function containerEnv(pod: V1Pod, container: V1Container, field: st
       throw new SyncError('CreateContainerConfigError', `pod ${m.namespace}/${m.name}, container ${container.name}: ${(err as Error).message}`, { cause: err });
     }
   }
+  for (const [name, value] of services) if (!env.has(name)) env.set(name, value);
   return env;
 }

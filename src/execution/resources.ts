@@ -1,4 +1,5 @@
 // Resource requests and limits turned into CRI container resources and the pod cgroup's settings, as kubelet computes them (pure).
+import { join } from 'node:path';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { LinuxContainerResources } from '../cri/types.js';
 import type { PodCgroupSettings } from '../host/cgroups.js';
@@ -75,8 +76,8 @@ export function containerResources(pod: V1Pod, container: V1Container, memoryCap
 }
 
 /** kubelet's cgroup parent for a pod with --cgroups-per-qos and the cgroupfs driver. */
-export function podCgroupParent(pod: V1Pod): string {
-  return `${qosCgroupPath(podQOSClass(pod))}/pod${pod.metadata?.uid ?? ''}`;
+export function podCgroupParent(pod: V1Pod, cgroupRoot = '/'): string {
+  return join('/', cgroupRoot, `${qosCgroupPath(podQOSClass(pod))}/pod${pod.metadata?.uid ?? ''}`);
 }
 
 /** The cgroup pods of a QoS class live under: Guaranteed pods directly under kubepods. */

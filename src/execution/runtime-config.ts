@@ -18,6 +18,7 @@ import {
   podTerminationGracePeriodAnnotation,
   podUidLabel,
 } from './labels.js';
+import type { NodeDnsSettings } from './dns.js';
 import { containerResources, podCgroupParent } from './resources.js';
 import { containerSecurityContext, podSysctls, sandboxSecurityContext, type ImageUser } from './security-context.js';
 
@@ -25,10 +26,12 @@ import { containerSecurityContext, podSysctls, sandboxSecurityContext, type Imag
 export interface NodeRuntimeSettings {
   /** Root of pod log directories (kubelet's podLogsDir, /var/log/pods). */
   podLogsDir: string;
-  /** The host's resolver settings, used for dnsPolicy Default and ClusterFirst without cluster DNS. */
-  hostDns: DnsConfig;
+  /** Cluster DNS and the host's resolver file, for the pods' DNS config (see dns.ts). */
+  dns: NodeDnsSettings;
   /** kubelet's --cgroups-per-qos: sandboxes get the cgroup parent kubepods[/<qos>]/pod<uid>; unset leaves the runtime's default. */
   cgroupsPerQOS?: boolean;
+  /** kubelet's cgroupRoot, the cgroup kubepods sits in; default "/". */
+  cgroupRoot?: string;
   /** The machine's memory (MemTotal), for Burstable OOM scores; defaults to this host's. */
   memoryCapacityBytes?: bigint;
   /** Directory of Localhost seccomp profiles (kubelet's <root-dir>/seccomp). */
@@ -74,16 +77,6 @@ export function podHostname(pod: V1Pod): string {
   return (pod.metadata?.name ?? '').slice(0, 63).replace(/[-.]+$/, '');
 }
 
-function dnsConfig(pod: V1Pod, node: NodeRuntimeSettings): DnsConfig {
-  const custom = pod.spec?.dnsConfig;
-  const base: DnsConfig = pod.spec?.dnsPolicy === 'None' ? { servers: [], searches: [], options: [] } : node.hostDns;
-  return {
-    servers: [...base.servers, ...(custom?.nameservers ?? [])],
-    searches: [...base.searches, ...(custom?.searches ?? [])],
-    options: [...base.options, ...(custom?.options ?? []).map((o) => (o.value !== undefined ? `${o.name}:${o.value}` : (o.name ?? '')))],
-  };
-}
-
 function portMappings(pod: V1Pod): PortMapping[] {
   const mappings: PortMapping[] = [];
   for (const c of pod.spec?.containers ?? []) {
@@ -95,18 +88,19 @@ function portMappings(pod: V1Pod): PortMapping[] {
   return mappings;
 }
 
-export function buildSandboxConfig(pod: V1Pod, attempt: number, node: NodeRuntimeSettings): PodSandboxConfig {
+/** The sandbox's config; `dnsConfig` is the pod's (dns.ts podDnsConfig), absent where the runtime does not read it. */
+export function buildSandboxConfig(pod: V1Pod, attempt: number, node: NodeRuntimeSettings, dnsConfig?: DnsConfig): PodSandboxConfig {
   const m = pod.metadata ?? {};
   return {
     metadata: { name: m.name ?? '', namespace: m.namespace ?? 'default', uid: m.uid ?? '', attempt },
     hostname: pod.spec?.hostNetwork ? '' : podHostname(pod),
     logDirectory: podLogDirectory(node.podLogsDir, pod),
-    dnsConfig: dnsConfig(pod, node),
+    ...(dnsConfig ? { dnsConfig } : {}),
     portMappings: portMappings(pod),
     labels: { ...(m.labels ?? {}), ...podIdentityLabels(pod) },
     annotations: { ...(m.annotations ?? {}) },
     linux: {
-      ...(node.cgroupsPerQOS ? { cgroupParent: podCgroupParent(pod) } : {}),
+      ...(node.cgroupsPerQOS ? { cgroupParent: podCgroupParent(pod, node.cgroupRoot) } : {}),
       securityContext: sandboxSecurityContext(pod, namespaceOptions(pod)),
       sysctls: podSysctls(pod),
     },

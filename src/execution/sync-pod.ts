@@ -2,14 +2,17 @@
 import { join } from 'node:path';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { EventRecorder } from '../core/events.js';
-import type { ApiObjectSource } from '../core/api-objects.js';
+import type { ApiObjectSource, ServiceLister } from '../core/api-objects.js';
+import { isStaticPod } from '../core/config-annotations.js';
 import type { Clock } from '../core/clock.js';
-import type { PodSandboxConfig, RuntimeService } from '../cri/types.js';
+import type { DnsConfig, PodSandboxConfig, RuntimeService } from '../cri/types.js';
 import { isNotFound } from '../cri/errors.js';
 import type { Logger } from '../core/log.js';
 import type { Backoff } from '../decisions/backoff.js';
 import { lastExited, type ContainerToStart, type PodActions } from '../decisions/compute-actions.js';
 import { containerEnv } from './env.js';
+import { parseResolvConf, podDnsConfig } from './dns.js';
+import { serviceEnvVarMap } from './service-env.js';
 import { isRestartableInitContainer } from '../decisions/init-containers.js';
 import type { EnsuredImage, ImageManager } from './images.js';
 import type { PodCgroupManager } from '../host/cgroups.js';
@@ -45,8 +48,41 @@ export interface SyncDeps {
   volumes: PodVolumeManager;
   /** configMaps, secrets and tokens from the API server (cluster mode); undefined standalone. */
   apiObjects?: ApiObjectSource;
+  /** The cluster's Services for the pods' service variables (cluster mode); undefined standalone: no variables. */
+  services?: ServiceLister;
   /** kubelet's events about the pod and its containers (the API server's in cluster mode, the log's standalone). */
   events: EventRecorder;
+}
+
+/** kubelet reads at most 10 MB of the resolver file; a real one is a few lines. */
+const maxResolvConfBytes = 1 << 20;
+
+/**
+ * The pod's DNS config for a new sandbox, as kubelet's GetPodDNS: the host's resolver file read now (a file that cannot
+ * be read or parsed fails the sandbox, as in kubelet), the events of forming it recorded.
+ */
+async function sandboxDns(deps: Pick<SyncDeps, 'node' | 'files' | 'events'>, pod: V1Pod): Promise<DnsConfig> {
+  const settings = deps.node.dns;
+  const host = settings.resolvConf ? parseResolvConf(await deps.files.readHead(settings.resolvConf, maxResolvConfBytes)) : { servers: [], searches: [], options: [] };
+  const { dnsConfig, events } = podDnsConfig(pod, settings, host);
+  for (const e of events) {
+    if (e.about === 'node') deps.events.nodeEvent(e.type, e.reason, e.message);
+    else deps.events.event({ pod }, e.type, e.reason, e.message);
+  }
+  return dnsConfig;
+}
+
+/**
+ * The pod's service variables, as kubelet's makeEnvironmentVariables: a pod from the API server waits for the first
+ * list of Services (so none starts without KUBERNETES_SERVICE_HOST after a restart); a static pod takes what is there.
+ */
+function podServiceEnv(deps: Pick<SyncDeps, 'services'>, pod: V1Pod): Map<string, string> {
+  if (!deps.services) return new Map();
+  if (!isStaticPod(pod) && !deps.services.hasSynced()) {
+    throw new SyncError('CreateContainerConfigError', 'services have not yet been read at least once, cannot construct envvars');
+  }
+  // The API server defaults enableServiceLinks to true.
+  return serviceEnvVarMap(deps.services.list(), pod.metadata?.namespace ?? 'default', pod.spec?.enableServiceLinks ?? true);
 }
 
 export function crashBackoffKey(pod: V1Pod, containerName: string): string {
@@ -179,6 +215,7 @@ async function startContainer(
   try {
     const podIPs = pod.spec?.hostNetwork ? [deps.hostIP()] : deps.podIPs(sandboxId);
     const env = await containerEnv(pod, spec, field, {
+      serviceEnv: podServiceEnv(deps, pod),
       podIPs,
       hostIP: deps.hostIP(),
       allocatable: () => deps.volumes.nodeAllocatable(),
@@ -297,11 +334,11 @@ export async function executePodActions(
   if (actions.createSandbox) {
     if (state.sandboxes.length > 0) deps.events.event({ pod }, 'Normal', 'SandboxChanged', 'Pod sandbox changed, it will be killed and re-created.');
     attempt = actions.attempt;
-    const config = buildSandboxConfig(pod, attempt, deps.node);
     try {
+      const config = buildSandboxConfig(pod, attempt, deps.node, await sandboxDns(deps, pod));
       await Promise.all([
         deps.files.makeDirs(config.logDirectory, 0o755),
-        deps.podCgroups?.ensurePod(podCgroupParent(pod), podCgroupResources(pod)),
+        deps.podCgroups?.ensurePod(podCgroupParent(pod, deps.node.cgroupRoot), podCgroupResources(pod)),
       ]);
       sandboxId = await deps.runtime.runPodSandbox(config, undefined, { signal });
       log.info({ sandboxId, attempt }, 'Created pod sandbox');

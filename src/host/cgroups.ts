@@ -51,8 +51,13 @@ export function parseCgroupMounts(mountinfo: string): CgroupHierarchy[] {
   return hierarchies;
 }
 
-/** The QoS-level cgroups kubelet keeps (Guaranteed pods sit directly in kubepods). */
+/** The QoS-level cgroups kubelet keeps (Guaranteed pods sit directly in kubepods), relative to the cgroup root. */
 export const qosCgroups = ['/kubepods', '/kubepods/burstable', '/kubepods/besteffort'] as const;
+
+/** A QoS cgroup under kubelet's cgroupRoot ("/" by default; kind's "/kubelet"). */
+export function underCgroupRoot(cgroupRoot: string, path: string): string {
+  return join('/', cgroupRoot, path);
+}
 const podCgroupPrefix = 'pod';
 
 /** A cgroup that stays busy (live processes) after its pod's containers are gone. */
@@ -73,11 +78,36 @@ async function writeControl(dir: string, file: string, value: number | string): 
  */
 export class PodCgroupManager {
   private qosReady?: Promise<void>;
+  /** The QoS cgroups under the cgroup root. */
+  private readonly qosPaths: string[];
 
-  constructor(private readonly hierarchies: CgroupHierarchy[]) {}
+  constructor(
+    private readonly hierarchies: CgroupHierarchy[],
+    /** kubelet's cgroupRoot: kubepods is created under it. */
+    private readonly cgroupRoot = '/',
+  ) {
+    this.qosPaths = qosCgroups.map((p) => underCgroupRoot(cgroupRoot, p));
+  }
 
-  static async detect(mountinfoPath = '/proc/self/mountinfo'): Promise<PodCgroupManager> {
-    return new PodCgroupManager(parseCgroupMounts(await readFile(mountinfoPath, 'utf8')));
+  static async detect(cgroupRoot = '/', mountinfoPath = '/proc/self/mountinfo'): Promise<PodCgroupManager> {
+    return new PodCgroupManager(parseCgroupMounts(await readFile(mountinfoPath, 'utf8')), cgroupRoot);
+  }
+
+  /**
+   * kubelet's check that the cgroup root exists (cgroupManager.Validate) in every hierarchy pods use: the missing
+   * paths; kubelet refuses to start with any ("invalid configuration").
+   */
+  async missingRoot(): Promise<string[]> {
+    // A v1 (or hybrid) host runs pods in its v1 controllers' hierarchies, a pure v2 host in the unified one.
+    const v1 = this.v1.filter((h) => h.controllers.some((c) => v1Controllers.has(c)));
+    const used = v1.length > 0 ? v1 : this.hierarchies.filter((h) => h.version === 2);
+    const missing: string[] = [];
+    for (const h of used) {
+      const dir = join(h.mountPoint, this.cgroupRoot);
+      const ok = await readdir(dir).then(() => true, () => false);
+      if (!ok) missing.push(dir);
+    }
+    return missing;
   }
 
   private get v1(): CgroupHierarchy[] {
@@ -121,8 +151,9 @@ export class PodCgroupManager {
   /** kubepods and its QoS children, once; BestEffort pods share the minimum cpu weight as kubelet sets it. */
   private ensureQosCgroups(): Promise<void> {
     this.qosReady ??= (async () => {
-      for (const path of qosCgroups) await this.create(path);
-      for (const h of this.v1.filter((h) => this.has(h, 'cpu'))) await writeControl(join(h.mountPoint, '/kubepods/besteffort'), 'cpu.shares', 2);
+      for (const path of this.qosPaths) await this.create(path);
+      const besteffort = underCgroupRoot(this.cgroupRoot, '/kubepods/besteffort');
+      for (const h of this.v1.filter((h) => this.has(h, 'cpu'))) await writeControl(join(h.mountPoint, besteffort), 'cpu.shares', 2);
     })().catch((err: unknown) => {
       this.qosReady = undefined;
       throw err;
@@ -166,7 +197,7 @@ export class PodCgroupManager {
   async podUids(): Promise<Set<string>> {
     const uids = new Set<string>();
     for (const h of this.hierarchies) {
-      for (const qos of qosCgroups) {
+      for (const qos of this.qosPaths) {
         const entries = await readdir(join(h.mountPoint, qos), { withFileTypes: true }).catch(() => []);
         for (const e of entries) if (e.isDirectory() && e.name.startsWith(podCgroupPrefix)) uids.add(e.name.slice(podCgroupPrefix.length));
       }
@@ -182,7 +213,7 @@ export class PodCgroupManager {
   async removePod(uid: string, attempts = 10): Promise<void> {
     // All hierarchies at once; each settles (none is left half-removed in the background) before the first error is thrown.
     const results = await Promise.allSettled(
-      this.hierarchies.flatMap((h) => qosCgroups.map((qos) => this.removeTree(join(h.mountPoint, qos, `${podCgroupPrefix}${uid}`), attempts))),
+      this.hierarchies.flatMap((h) => this.qosPaths.map((qos) => this.removeTree(join(h.mountPoint, qos, `${podCgroupPrefix}${uid}`), attempts))),
     );
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed) throw failed.reason;

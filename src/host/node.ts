@@ -1,7 +1,6 @@
-// Facts about the host nodelet runs on: its name, its IP and its resolver settings.
+// Facts about the host nodelet runs on: its name and its IPs.
 import { readFile } from 'node:fs/promises';
 import { hostname, networkInterfaces } from 'node:os';
-import type { DnsConfig } from '../cri/types.js';
 
 /** kubelet's node name: --hostname-override, else the host name, lower-cased. */
 export function nodeName(override?: string): string {
@@ -30,22 +29,6 @@ export async function detectNodeIP(override?: string): Promise<string> {
     if (ip) return ip;
   }
   return '127.0.0.1';
-}
-
-/** nameserver / search / options lines of a resolv.conf. */
-export function parseResolvConf(text: string): DnsConfig {
-  const dns: DnsConfig = { servers: [], searches: [], options: [] };
-  for (const raw of text.split('\n')) {
-    const [key, ...values] = raw.replace(/[#;].*$/, '').trim().split(/\s+/);
-    if (key === 'nameserver' && values[0]) dns.servers.push(values[0]);
-    else if (key === 'search') dns.searches = values;
-    else if (key === 'options') dns.options.push(...values);
-  }
-  return dns;
-}
-
-export async function hostDnsConfig(path = '/etc/resolv.conf'): Promise<DnsConfig> {
-  return parseResolvConf(await readFile(path, 'utf8').catch(() => ''));
 }
 
 /** Every address of this host's interfaces, loopback included (what "the host" means to probes). */

@@ -29,6 +29,7 @@ const apiVersions: Record<string, string> = {
   Node: 'v1',
   ConfigMap: 'v1',
   Secret: 'v1',
+  Service: 'v1',
   Namespace: 'v1',
   ServiceAccount: 'v1',
   Event: 'v1',

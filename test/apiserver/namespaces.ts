@@ -5,6 +5,8 @@ import type { Registry, WriteContext } from './registry.js';
 import { RESOURCES, findResource, type Obj, type ResourceDef } from './resources.js';
 
 export const SYSTEM_NAMESPACES = ['default', 'kube-system', 'kube-public', 'kube-node-lease'];
+/** The cluster IP of default/kubernetes. */
+export const KUBERNETES_SERVICE_IP = '10.96.0.1';
 
 const ROOT_CA_DESCRIPTION =
   'Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters.';
@@ -45,6 +47,15 @@ export class NamespaceController {
       if (!this.registry.store.get('namespaces', '', ns)) {
         this.registry.create(def('', 'namespaces'), '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }, controllerContext('create', 'namespaces', ns, ns));
       }
+    }
+    // kube-apiserver's own Service in default (its first service IP; 10.96.0.0/16 is kubeadm's and kind's range).
+    if (!this.registry.store.get('services', 'default', 'kubernetes')) {
+      this.createIgnoringConflict(def('', 'services'), 'default', {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name: 'kubernetes', namespace: 'default', labels: { component: 'apiserver', provider: 'kubernetes' } },
+        spec: { type: 'ClusterIP', clusterIP: KUBERNETES_SERVICE_IP, clusterIPs: [KUBERNETES_SERVICE_IP], ports: [{ name: 'https', port: 443, protocol: 'TCP', targetPort: 6443 }] },
+      });
     }
     // After a restart: namespaces created before, and ones that were terminating when the server stopped.
     for (const ns of this.registry.store.list('namespaces').items) {

@@ -103,6 +103,8 @@ const STRATEGIES: Record<string, Strategy> = {
   namespaces,
   configmaps: plain(false),
   secrets: plain(false),
+  // No cluster IP allocation: a Service keeps the clusterIP it is created with.
+  services: plain(false),
   serviceaccounts: plain(false),
   events: plain(true),
   leases: plain(false),

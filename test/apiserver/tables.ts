@@ -307,6 +307,10 @@ const PRINTERS: Record<string, Printer> = {
   serviceaccounts: simple([NAME, col('Secrets', 'string', 'Secrets are the list of secrets allowed to be used by pods running using this ServiceAccount.'), AGE], (o) => [
     arr(o.secrets).length,
   ]),
+  services: simple([NAME, col('Type', 'string', 'type determines how the Service is exposed.'), col('Cluster-IP', 'string', 'clusterIP is the IP address of the service.'), AGE], (o) => [
+    str(rec(o.spec).type) || 'ClusterIP',
+    str(rec(o.spec).clusterIP) || '<none>',
+  ]),
   leases: simple([NAME, col('Holder', 'string', 'The holder of the lease.'), AGE], (o) => [str(rec(o.spec).holderIdentity)]),
 };
 

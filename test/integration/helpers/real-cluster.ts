@@ -8,10 +8,10 @@
 //   await cluster.kubectl.run('create', 'deployment', ...);
 //   await cluster.track(pod);                            // records what a running pod holds on the node
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { cp, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { execa } from 'execa';
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { cidrContains, parseCidr, parseIp } from '../../../src/cni/cidr.js';
@@ -209,6 +209,10 @@ export async function cleanUpRealCluster(c: RealCluster): Promise<void> {
     await c.agent.cleanupDirs();
     await down(c.dir);
     c.cri.close();
+    await writeFile(join(c.dir, 'logs', 'nodelet.log'), c.agent.output).catch(() => undefined);
+    // NODELET_TEST_LOGS=DIR keeps the components' and nodelet's logs of the run (DIR/<control plane dir's name>/).
+    const keep = process.env['NODELET_TEST_LOGS'];
+    if (keep) await cp(join(c.dir, 'logs'), join(keep, basename(c.dir)), { recursive: true }).catch(() => undefined);
   }
   if (c.podCIDR) {
     // The bridge plugin gave the pod bridge the podCIDR's gateway: the host keeps nothing of the test.

@@ -106,6 +106,12 @@ describe('pod cgroups', () => {
     expect(podCgroupParent(pod([container('a')]))).toBe('/kubepods/besteffort/podu1');
   });
 
+  test("under kubelet's cgroupRoot (kind's /kubelet)", () => {
+    expect(podCgroupParent(pod([guaranteed]), '/kubelet')).toBe('/kubelet/kubepods/podu1');
+    expect(podCgroupParent(pod([container('a')]), '/kubelet/')).toBe('/kubelet/kubepods/besteffort/podu1');
+    expect(podCgroupParent(pod([container('a')]), '/')).toBe('/kubepods/besteffort/podu1');
+  });
+
   test('Guaranteed pods get summed shares, quota and memory limit', () => {
     const second = container('b', { requests: { cpu: '1', memory: '64Mi' }, limits: { cpu: '1', memory: '64Mi' } });
     expect(podCgroupResources(pod([guaranteed, second]))).toEqual({

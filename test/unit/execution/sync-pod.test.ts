@@ -1,7 +1,7 @@
 // Table test of the executor's numbered steps on the in-memory runtime: one base pod running in it, each case a small
 // mutation of the pod or the runtime; the actions computed from what is observed are executed, and the CRI calls made,
 // the step results and the events are asserted.
-import type { V1Pod } from '@kubernetes/client-node';
+import type { V1Pod, V1Service } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import type { ProbeResult } from '../../../src/core/probe-results.js';
 import type { PodRuntimeState } from '../../../src/core/runtime-state.js';
@@ -370,5 +370,72 @@ describe('terminatePod', () => {
     expect(f.runtime.callsOf('removePodSandbox')).toEqual([]);
     expect(f.volumes.tearDowns).toEqual([]);
     expect(f.events.reasons()).toContain('FailedKillPod');
+  });
+});
+
+describe("the sandbox's DNS and the containers' service variables", () => {
+  const services = (synced: boolean, list: V1Service[] = []) => ({ hasSynced: () => synced, list: () => list });
+  const kubernetes: V1Service = { metadata: { name: 'kubernetes', namespace: 'default' }, spec: { clusterIP: '10.96.0.1', ports: [{ name: 'https', port: 443, protocol: 'TCP' }] } };
+
+  async function start(f: Fixture, pod: V1Pod) {
+    const state = await observe(f);
+    return executePodActions(f.deps, pod, compute(f, pod, state), state, log);
+  }
+
+  test('a new sandbox gets the pod DNS of the node settings: ClusterFirst with cluster DNS', async () => {
+    const f = fixture();
+    await start(f, basePod());
+    expect(f.runtime.sandboxConfig(f.sandboxId()).dnsConfig).toEqual({
+      servers: ['10.96.0.10'],
+      searches: ['default.svc.cluster.local', 'svc.cluster.local', 'cluster.local'],
+      options: ['ndots:5'],
+    });
+  });
+
+  test("the host's resolv.conf is read when a sandbox is created; a file that cannot be read fails the sandbox", async () => {
+    const f = fixture();
+    f.deps.node = { ...f.deps.node, dns: { ...f.deps.node.dns, resolvConf: '/etc/resolv.conf' } };
+    f.files.files.set('/etc/resolv.conf', 'nameserver 192.0.2.53\nsearch example.org\noptions edns0\n');
+    const pod = basePod();
+    pod.spec!.dnsPolicy = 'Default';
+    await start(f, pod);
+    expect(f.runtime.sandboxConfig(f.sandboxId()).dnsConfig).toEqual({ servers: ['192.0.2.53'], searches: ['example.org'], options: ['edns0'] });
+
+    const g = fixture();
+    g.deps.node = { ...g.deps.node, dns: { ...g.deps.node.dns, resolvConf: '/missing/resolv.conf' } };
+    const results = await start(g, basePod());
+    expect(results.map((r) => [r.action, r.error?.code])).toEqual([['CreatePodSandbox', 'ErrCreatePodSandbox']]);
+    expect(g.events.reasons()).toEqual(['FailedCreatePodSandBox']);
+  });
+
+  test('DNSConfigForming and MissingClusterDNS reach the pod as events', async () => {
+    const f = fixture();
+    f.deps.node = { ...f.deps.node, dns: { ...f.deps.node.dns, clusterDNS: [] } };
+    const pod = basePod();
+    pod.spec!.dnsConfig = { nameservers: ['10.0.0.1', '10.0.0.2', '10.0.0.3'] };
+    await start(f, pod);
+    expect(f.events.reasons().filter((r) => r !== 'Pulled' && r !== 'Created' && r !== 'Started')).toEqual(['MissingClusterDNS', 'DNSConfigForming']);
+  });
+
+  test('service variables: from the Services, an API pod waits for their first list, a static pod does not', async () => {
+    const f = fixture();
+    f.deps.services = services(true, [kubernetes]);
+    await start(f, basePod());
+    const envs = f.runtime.containerConfig(f.idOf('app')).envs;
+    expect(envs).toEqual(expect.arrayContaining([{ key: 'KUBERNETES_SERVICE_HOST', value: '10.96.0.1' }, { key: 'KUBERNETES_SERVICE_PORT_HTTPS', value: '443' }]));
+
+    const g = fixture();
+    g.deps.services = services(false);
+    const results = await start(g, basePod());
+    expect(results.filter((r) => r.error).map((r) => [r.target, r.error!.code, r.error!.message])).toEqual([
+      ['app', 'CreateContainerConfigError', 'services have not yet been read at least once, cannot construct envvars'],
+      ['sidecar', 'CreateContainerConfigError', 'services have not yet been read at least once, cannot construct envvars'],
+    ]);
+
+    const h = fixture();
+    h.deps.services = services(false);
+    const staticPod = basePod();
+    staticPod.metadata!.annotations = { 'kubernetes.io/config.source': 'file' };
+    expect((await start(h, staticPod)).filter((r) => r.error)).toEqual([]);
   });
 });

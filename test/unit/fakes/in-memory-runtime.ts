@@ -621,6 +621,16 @@ export class InMemoryRuntime implements RuntimeService, ImageService {
   }
 
   /** All sandboxes and containers as the lists show them, without a call being logged. */
+  /** The config a sandbox was created with (DNS, hostname, ...). */
+  sandboxConfig(podSandboxId: string): PodSandboxConfig {
+    return clone(this.sandboxes.get(podSandboxId)!.config);
+  }
+
+  /** The config a container was created with (its environment, ...). */
+  containerConfig(containerId: string): ContainerConfig {
+    return clone(this.containers.get(containerId)!.config);
+  }
+
   peek(): { sandboxes: PodSandbox[]; containers: ContainerView[] } {
     return {
       sandboxes: [...this.sandboxes.values()].map((s) => ({

@@ -22,7 +22,7 @@ export const podLogsDir = '/var/log/pods';
 
 export const nodeSettings: NodeRuntimeSettings = {
   podLogsDir,
-  hostDns: { servers: ['10.0.0.53'], searches: [], options: [] },
+  dns: { clusterDNS: ['10.96.0.10'], clusterDomain: 'cluster.local', resolvConf: '', nodeIPs: ['10.0.0.1'] },
   memoryCapacityBytes: 8n << 30n,
 };
 

@@ -78,3 +78,40 @@ describe('PodCgroupManager.removePod', () => {
     expect([...(await manager.podUids())]).toEqual(['kept']);
   });
 });
+
+describe("PodCgroupManager under a cgroupRoot (kubelet's cgroupRoot, kind's /kubelet)", () => {
+  let root: string;
+  beforeEach(async () => {
+    root = await mkdtemp(join(tmpdir(), 'nodelet-cgroups-'));
+  });
+  afterEach(async () => {
+    await rm(root, { recursive: true, force: true });
+  });
+
+  test('the root must exist in every hierarchy pods use (kubelet refuses to start otherwise)', async () => {
+    const hierarchies: CgroupHierarchy[] = [
+      { mountPoint: join(root, 'memory'), version: 1, controllers: ['memory'] },
+      { mountPoint: join(root, 'cpu'), version: 1, controllers: ['cpu'] },
+      { mountPoint: join(root, 'systemd'), version: 1, controllers: ['name=systemd'] },
+    ];
+    await mkdir(join(root, 'memory/kubelet'), { recursive: true });
+    await mkdir(join(root, 'cpu'), { recursive: true });
+    expect(await new PodCgroupManager(hierarchies, '/kubelet').missingRoot()).toEqual([join(root, 'cpu/kubelet')]);
+    await mkdir(join(root, 'cpu/kubelet'));
+    expect(await new PodCgroupManager(hierarchies, '/kubelet').missingRoot()).toEqual([]);
+    expect(await new PodCgroupManager(hierarchies).missingRoot()).toEqual([]);
+  });
+
+  test('creates, lists and removes pods under <root>/kubepods only', async () => {
+    const hierarchies: CgroupHierarchy[] = [{ mountPoint: join(root, 'pids'), version: 1, controllers: ['pids'] }];
+    await mkdir(join(root, 'pids/kubelet'), { recursive: true });
+    await mkdir(join(root, 'pids/kubepods/podelsewhere'), { recursive: true });
+    const manager = new PodCgroupManager(hierarchies, '/kubelet');
+    await manager.ensurePod('/kubelet/kubepods/burstable/podaaa', { cpuShares: 2 });
+    expect(await readdir(join(root, 'pids/kubelet/kubepods'))).toEqual(expect.arrayContaining(['burstable', 'besteffort']));
+    expect([...(await manager.podUids())]).toEqual(['aaa']);
+    await manager.removePod('aaa');
+    expect(await readdir(join(root, 'pids/kubelet/kubepods/burstable'))).toEqual([]);
+    expect(await readdir(join(root, 'pids/kubepods'))).toEqual(['podelsewhere']);
+  });
+});
