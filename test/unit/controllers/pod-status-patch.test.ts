@@ -44,6 +44,17 @@ describe('podStatusPatch', () => {
     expect(sameStatus(stored, running)).toBe(true);
   });
 
+  it("takes kube-apiserver's `lastState: {}` for the unset lastState the node sends (no write for it)", () => {
+    // The real kube-apiserver answers a container status without lastState with `lastState: {}` (a Go struct, not a pointer).
+    const stored = JSON.parse(JSON.stringify(running)) as V1PodStatus;
+    stored.containerStatuses![0]!.lastState = {};
+    expect(sameStatus(stored, running)).toBe(true);
+    expect(podStatusPatch('u1', stored, running)).toBeUndefined();
+    // A real change still writes the whole list (containerStatuses is atomic).
+    const restarted = { ...running, containerStatuses: [{ ...running.containerStatuses![0]!, restartCount: 1 }] };
+    expect(podStatusPatch('u1', stored, restarted)?.status.containerStatuses).toEqual([expect.objectContaining({ name: 'c', restartCount: 1 })]);
+  });
+
   it('carries the UID precondition and only what changed; conditions by type, containerStatuses whole', () => {
     const patch = podStatusPatch('u1', pending, running);
     expect(patch).toEqual({
