@@ -58,8 +58,11 @@ function diffObjects(before: { [key: string]: Json }, after: { [key: string]: Js
     const old = before[key];
     if (equalJson(old, value)) continue;
     const mergeKey = atStatusRoot ? listMergeKeys[key] : undefined;
-    if (mergeKey && Array.isArray(value) && Array.isArray(old)) patch[key] = diffMergeList(old, value, mergeKey);
-    else if (isObject(value) && isObject(old)) patch[key] = diffObjects(old, value, false);
+    if (mergeKey && Array.isArray(value) && Array.isArray(old)) {
+      // The same elements in another order: nothing to write (the server keeps its order).
+      const list = diffMergeList(old, value, mergeKey);
+      if (list.length > 0) patch[key] = list;
+    } else if (isObject(value) && isObject(old)) patch[key] = diffObjects(old, value, false);
     else patch[key] = value;
   }
   // A field the new status no longer has is deleted with null.
@@ -95,7 +98,18 @@ export function podStatusPatch(uid: string, stored: V1PodStatus | undefined, nex
 
 /** Whether two statuses are the same once stored (kubelet's isPodStatusByKubeletEqual on normalized statuses). */
 export function sameStatus(a: V1PodStatus | undefined, b: V1PodStatus | undefined): boolean {
-  return equalJson(normalizeStatus(a), normalizeStatus(b));
+  return equalJson(conditionsByType(normalizeStatus(a)), conditionsByType(normalizeStatus(b)));
+}
+
+/**
+ * Conditions compared by type, whatever their order (as kubelet's isPodStatusByKubeletEqual): the API server keeps the
+ * order in which the scheduler and the node first wrote them, which is not the order the node derives.
+ */
+function conditionsByType(status: { [key: string]: Json }): { [key: string]: Json } {
+  const conditions = status['conditions'];
+  if (!Array.isArray(conditions)) return status;
+  const type = (c: Json) => (isObject(c) ? String(c['type']) : '');
+  return { ...status, conditions: [...conditions].sort((x, y) => (type(x) < type(y) ? -1 : type(x) > type(y) ? 1 : 0)) };
 }
 
 function terminalReadyCondition(type: string, phase: string): V1PodCondition {

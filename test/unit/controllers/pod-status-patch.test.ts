@@ -55,6 +55,18 @@ describe('podStatusPatch', () => {
     expect(podStatusPatch('u1', stored, restarted)?.status.containerStatuses).toEqual([expect.objectContaining({ name: 'c', restartCount: 1 })]);
   });
 
+  it('writes nothing when the stored conditions are the same in another order (the server keeps the order of first writes)', () => {
+    const stored = JSON.parse(JSON.stringify(running)) as V1PodStatus;
+    stored.conditions!.reverse();
+    stored.conditions![0]!.lastTransitionTime = '2025-01-01T00:00:05Z' as unknown as Date;
+    expect(sameStatus(stored, running)).toBe(true);
+    expect(podStatusPatch('u1', stored, running)).toBeUndefined();
+    // A changed condition is still written, alone.
+    const notReady = { ...running, conditions: [running.conditions![0]!, { type: 'Ready', status: 'False', lastTransitionTime: new Date(t0) }] };
+    expect(sameStatus(stored, notReady)).toBe(false);
+    expect(podStatusPatch('u1', stored, notReady)?.status).toEqual({ conditions: [{ type: 'Ready', status: 'False', lastTransitionTime: t0 }] });
+  });
+
   it('carries the UID precondition and only what changed; conditions by type, containerStatuses whole', () => {
     const patch = podStatusPatch('u1', pending, running);
     expect(patch).toEqual({
