@@ -37,9 +37,21 @@ export interface RealClusterOptions {
   keepAddons?: boolean;
   /** Progress lines (default: none). */
   log?: (line: string) => void;
-  /** kube-apiserver's audit policy (YAML); default: every request at level Metadata. */
+  /** kube-apiserver's audit policy (YAML); default: defaultAuditPolicy. */
   auditPolicy?: string;
 }
+
+/** The fixture's audit policy: the nodes' pod status writes with their bodies (level Request), every other request at level Metadata. */
+export const defaultAuditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived, ResponseStarted]
+rules:
+- level: Request
+  userGroups: ["system:nodes"]
+  verbs: [patch]
+  resources: [{group: "", resources: ["pods/status"]}]
+- level: Metadata
+`;
 
 /** One line of kube-apiserver's audit log (audit.k8s.io/v1 Event at level Metadata). */
 export interface AuditEvent {
@@ -84,7 +96,7 @@ export interface RealCluster {
   nodePods(): Promise<V1Pod[]>;
   /** The Node as kubectl gets it. */
   node(): Promise<V1Node>;
-  /** kube-apiserver's audit log so far (every request's ResponseComplete at level Metadata), e.g. the node's refused requests. */
+  /** kube-apiserver's audit log so far (every request's ResponseComplete; see defaultAuditPolicy), e.g. the node's refused requests. */
   audit(): Promise<AuditEvent[]>;
   /** Everything torn down; throws (after cleaning up all it can) when anything was left. See cleanUpRealCluster. */
   stop(): Promise<void>;
@@ -144,7 +156,7 @@ export async function startRealCluster(opts: RealClusterOptions = {}): Promise<R
   });
   try {
     // Every request's outcome in DIR/logs/audit.log (Metadata level: who, what, response code), for audit().
-    await writeFile(join(dir, 'audit-policy.yaml'), opts.auditPolicy ?? 'apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived, ResponseStarted]\nrules:\n- level: Metadata\n');
+    await writeFile(join(dir, 'audit-policy.yaml'), opts.auditPolicy ?? defaultAuditPolicy);
     plane = await up({ dir, binDir, apiServerPort, etcdClientPort, etcdPeerPort, etcdMetricsPort, controllerManagerPort, schedulerPort, log,
       extraArgs: { 'kube-apiserver': [`--audit-policy-file=${join(dir, 'audit-policy.yaml')}`, `--audit-log-path=${join(dir, 'logs', 'audit.log')}`,
         '--audit-log-maxbackup=1', '--audit-log-maxsize=200'] } });
