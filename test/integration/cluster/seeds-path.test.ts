@@ -6,7 +6,7 @@
 // deleted pod is replaced, scaling lands on the node, cordon and drain (Eviction API) act as on a kubelet node, and
 // deleting the Deployment leaves nothing on the node.
 import { networkInterfaces } from 'node:os';
-import type { CoreV1Event, V1Deployment, V1Node, V1Pod, V1ReplicaSet } from '@kubernetes/client-node';
+import type { CoreV1Event, V1Deployment, V1Lease, V1Node, V1Pod, V1ReplicaSet } from '@kubernetes/client-node';
 import { cidrContains, parseCidr, parseIp } from '../../../src/cni/cidr.js';
 import { busybox, containerPid, httpGet, runtimeObjects, waitFor } from '../helpers/agent.js';
 import { leftovers } from '../helpers/cluster.js';
@@ -91,6 +91,10 @@ test("the node is Ready with the host's own address, and kubectl works with it",
   expect(cluster.podCIDR).toMatch(/^10\.244\.\d+\.0\/24$/);
   // The node lifecycle controller took the not-ready taint off again.
   expect(node.spec?.taints ?? []).toEqual([]);
+  // The Lease in kube-node-lease, owned by the Node, held by it and renewed.
+  const lease = await cluster.kubectl.get<V1Lease>('lease', '-n', 'kube-node-lease', cluster.nodeName);
+  expect(lease.spec).toMatchObject({ holderIdentity: cluster.nodeName, leaseDurationSeconds: 40 });
+  expect(lease.metadata?.ownerReferences).toEqual([expect.objectContaining({ kind: 'Node', name: cluster.nodeName, uid: node.metadata!.uid })]);
 });
 
 let first: V1Pod[] = [];
@@ -262,4 +266,29 @@ test('kubectl delete deployment leaves nothing on the node', async () => {
   for (const fp of cluster.footprints) expect({ uid: fp.uid, left: await leftovers(cluster.cri, fp) }).toEqual({ uid: fp.uid, left: [] });
   expect((await cluster.kubectl.get<{ items: unknown[] }>('replicasets', '-l', 'app=web')).items).toEqual([]);
   expect(await cluster.nodePods()).toEqual([]);
+});
+
+test("the real kube-apiserver refused none of the node's requests (audit log): Node, Lease, pods, status, events, tokens", async () => {
+  const node = (await cluster.audit()).filter((e) => e.user.username === `system:node:${cluster.nodeName}`);
+  const refused = node.filter((e) => (e.responseStatus?.code ?? 0) >= 400)
+    // As kubelet: the Lease is read before it exists, then created.
+    .filter((e) => !(e.verb === 'get' && e.objectRef?.resource === 'leases' && e.responseStatus?.code === 404));
+  expect(refused.map((e) => `${e.verb} ${e.requestURI}: ${e.responseStatus?.code} ${e.responseStatus?.message ?? ''}`)).toEqual([]);
+  const did = new Set(node.map((e) => `${e.verb} ${e.objectRef?.resource ?? ''}${e.objectRef?.subresource ? `/${e.objectRef.subresource}` : ''}`));
+  for (const what of ['create nodes', 'patch nodes/status', 'create leases', 'update leases', 'list pods', 'patch pods/status', 'delete pods',
+    'create events', 'create serviceaccounts/token']) expect([...did]).toContain(what);
+});
+
+test('nodelet never wrote a pod status patch identical to its previous one for that pod (audit log)', async () => {
+  const patches = (await cluster.audit()).filter((e) => e.user.username === `system:node:${cluster.nodeName}` && e.verb === 'patch' &&
+    e.objectRef?.resource === 'pods' && e.objectRef.subresource === 'status' && e.responseStatus?.code === 200);
+  expect(patches.length).toBeGreaterThan(0);
+  const last = new Map<string, string>();
+  const repeated: string[] = [];
+  for (const e of patches) {
+    const body = JSON.stringify(e.requestObject);
+    if (last.get(e.requestURI) === body) repeated.push(`${e.requestURI} ${body.slice(0, 300)}`);
+    last.set(e.requestURI, body);
+  }
+  expect(repeated).toEqual([]);
 });
