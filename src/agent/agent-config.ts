@@ -4,6 +4,10 @@ import type { KubeletConfiguration } from './kubelet-config.js';
 export interface AgentConfig {
   /** kubeconfig of the API server (cluster mode); '' runs standalone. */
   kubeconfig: string;
+  /** kubeconfig with a bootstrap token for the TLS bootstrap of --kubeconfig's client certificate; '' for none. */
+  bootstrapKubeconfig: string;
+  /** Where the client certificates are kept (kubelet-client-current.pem); default <root-dir>/pki. */
+  certDir: string;
   /** KubeletConfiguration file (--config); '' for none. */
   configFile: string;
   podManifestPath: string;

@@ -36,6 +36,8 @@ export interface KubeletConfiguration {
   registerNode: boolean;
   registerWithTaints: V1Taint[];
   providerID: string;
+  /** Rotate the client certificate before it expires (kubelet's default is false; kubeadm and kind write true, nodelet defaults to true). */
+  rotateCertificates: boolean;
 }
 
 /** The fields a configuration file set (the rest keep kubelet's defaults or come from flags). */
@@ -69,6 +71,7 @@ export function defaultKubeletConfiguration(): KubeletConfiguration {
     registerNode: true,
     registerWithTaints: [],
     providerID: '',
+    rotateCertificates: true,
   };
 }
 
@@ -76,7 +79,7 @@ export function defaultKubeletConfiguration(): KubeletConfiguration {
 // error that says so, rather than a setting silently ignored.
 const unsupportedKubeletFields = new Set([
   'enableServer', 'httpCheckFrequency', 'staticPodURL', 'staticPodURLHeader', 'address', 'readOnlyPort', 'tlsCertFile',
-  'tlsPrivateKeyFile', 'tlsCipherSuites', 'tlsMinVersion', 'rotateCertificates', 'serverTLSBootstrap', 'authentication',
+  'tlsPrivateKeyFile', 'tlsCipherSuites', 'tlsMinVersion', 'serverTLSBootstrap', 'authentication',
   'authorization', 'registryPullQPS', 'registryBurst', 'imagePullCredentialsVerificationPolicy',
   'preloadedImagesVerificationAllowlist', 'eventRecordQPS', 'eventBurst', 'enableDebuggingHandlers',
   'enableContentionProfiling', 'healthzPort', 'healthzBindAddress', 'oomScoreAdj', 'clusterDomain', 'clusterDNS',
@@ -277,6 +280,9 @@ export function parseKubeletConfiguration(text: string, source: string): Kubelet
         break;
       case 'registerNode':
         out.registerNode = r.bool(field, value);
+        break;
+      case 'rotateCertificates':
+        out.rotateCertificates = r.bool(field, value);
         break;
       case 'registerWithTaints':
         out.registerWithTaints = r.taints(field, value);

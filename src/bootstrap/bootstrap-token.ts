@@ -8,7 +8,9 @@ export interface BootstrapToken {
 }
 
 /** Input nodelet refuses before any request: a malformed token, CA hash or flag combination. */
-export class BootstrapInputError extends Error {}
+export class BootstrapInputError extends Error {
+  override name = 'BootstrapInputError';
+}
 
 const tokenPattern = /^([a-z0-9]{6})\.([a-z0-9]{16})$/;
 

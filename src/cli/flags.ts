@@ -18,6 +18,8 @@ export const packageRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../
 
 export const agentFlags: FlagSpec[] = [
   { name: 'kubeconfig', kind: 'string', default: '', help: 'kubeconfig of the API server to join as a node (cluster mode); without it nodelet runs standalone' },
+  { name: 'bootstrap-kubeconfig', kind: 'string', default: '', help: 'kubeconfig with a bootstrap token: when --kubeconfig is missing or its certificate expired, a client certificate is requested with it (TLS bootstrap)' },
+  { name: 'cert-dir', kind: 'string', default: '', help: 'Directory of the client certificates (kubelet-client-current.pem); default <root-dir>/pki' },
   { name: 'config', kind: 'string', default: '', help: 'KubeletConfiguration file (kubelet.config.k8s.io/v1beta1)' },
   { name: 'pod-manifest-path', kind: 'string', default: '', help: 'Directory of static pod manifests (YAML or JSON) to run' },
   { name: 'container-runtime-endpoint', kind: 'string', default: 'unix:///run/containerd/containerd.sock', help: 'CRI endpoint of the container runtime' },
