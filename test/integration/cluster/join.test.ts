@@ -165,6 +165,8 @@ describe('kubelet\'s --bootstrap-kubeconfig', () => {
   const node = 'nodelet-bootstrap';
   let agent: AgentProcess;
   let certDir: string;
+  // One agent at a time on this host: the CNI shim's socket is the host's.
+  afterAll(() => agent?.stop());
 
   test('TLS bootstrap: a node-csr- CSR approved and signed, the dated pem behind kubelet-client-current.pem, the node Ready as system:node:<name>', async () => {
     agent = await AgentProcess.create({ nodeName: node, kubeconfig: join(dirname(await joinRoot()), 'kubeconfig') });
@@ -261,9 +263,10 @@ test('a denied CSR fails the bootstrap naming it, and writes no kubeconfig or ce
     child.stderr.on('data', (d: Buffer) => (output += d.toString()));
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
     const csr = await waitFor('the node-csr- CSR', async () => {
+      if (child.exitCode !== null) throw new Error(`nodelet exited ${child.exitCode}:\n${output}`);
       const pending = (await kubectl.get<{ items: Csr[] }>('csr')).items.filter((c) => c.metadata.name.startsWith('node-csr-') && !c.status?.conditions?.length);
       return pending[0];
-    }, 60_000, 300);
+    }, 60_000, 300).catch((err: Error) => { throw new Error(`${err.message}\n${output.split('\n').slice(-10).join('\n')}`); });
     await kubectl.run('certificate', 'deny', csr.metadata.name);
     const code = await Promise.race([exited, new Promise((r) => setTimeout(() => r('still running'), 30_000))]);
     if (code === 'still running') child.kill('SIGKILL');
