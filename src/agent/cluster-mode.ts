@@ -190,8 +190,14 @@ async function clientCertificateRotation(conn: ApiServerConnection, config: Agen
   if (!conn.cert || !conn.key) return undefined;
   const { ClientCertificateRotation } = await import('../bootstrap/rotation.js');
   const { CertificateStore } = await import('../bootstrap/cert-store.js');
+  const store = new CertificateStore(config.certDir);
+  // As client-go's file store: the store's current pair, when valid, wins over the kubeconfig's (a kubeconfig that names
+  // other files keeps naming the pair rotation replaced).
+  const stored = await store.current().catch(() => undefined);
+  const now = systemClock.now();
+  const initial = stored && stored.notBefore <= now && now < stored.notAfter ? { cert: Buffer.from(stored.certPem), key: Buffer.from(stored.keyPem) } : { cert: conn.cert, key: conn.key };
   try {
-    return new ClientCertificateRotation({ store: new CertificateStore(config.certDir), initial: { cert: conn.cert, key: conn.key }, nodeName, clock: systemClock, log });
+    return new ClientCertificateRotation({ store, initial, nodeName, clock: systemClock, log });
   } catch (err) {
     log.warn({ err, kubeconfig: conn.source }, 'Client certificate rotation is off: the kubeconfig\'s client certificate cannot be read');
     return undefined;
