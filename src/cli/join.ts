@@ -47,7 +47,7 @@ export async function joinCluster(argv: string[], log: Logger, signal: AbortSign
   const certDir = get('cert-dir') || join(rootDir, 'pki');
   const nodeName = hostNodeName(get('node-name'));
   const paths = joinPaths(rootDir, certDir);
-  if (!(await kubeconfigProblem(paths.kubeconfig, Date.now()))) {
+  if (!(await kubeconfigProblem(paths.kubeconfig, systemClock.now()))) {
     throw new BootstrapInputError(`${paths.kubeconfig} already holds a valid client certificate: this node has joined; restart it with nodelet ${agentArgs([], paths, nodeName, get('cri-socket')).join(' ')}`);
   }
 
