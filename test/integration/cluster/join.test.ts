@@ -52,21 +52,40 @@ async function bootstrapKubeconfig(file: string, token: string): Promise<void> {
   ].join('\n'));
 }
 
-/** Runs `nodelet join ARGS` to its end (a join that fails exits; one that succeeds runs the agent, which is not awaited here). */
-function runJoin(args: string[], timeoutMs = 60_000): Promise<{ code: number | null; output: string }> {
-  return new Promise((resolve) => {
-    const env = { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}` };
-    const child = spawn(join(repoRoot, 'bin/nodelet.js'), ['join', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
-    let output = '';
-    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, output });
-    });
-  });
+/** A `nodelet join` process: a join that fails exits; one that succeeds goes on as the agent until stop(). */
+interface JoinProcess {
+  done: Promise<{ code: number | null; output: string }>;
+  output(): string;
+  stop(): Promise<void>;
 }
+
+const joins: JoinProcess[] = [];
+
+function startJoin(args: string[], timeoutMs = 60_000): JoinProcess {
+  const env = { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}` };
+  const child = spawn(join(repoRoot, 'bin/nodelet.js'), ['join', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
+  let output = '';
+  child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  const done = new Promise<{ code: number | null; output: string }>((resolve) => child.once('exit', (code) => {
+    clearTimeout(timer);
+    resolve({ code, output });
+  }));
+  const p: JoinProcess = {
+    done,
+    output: () => output,
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await done;
+    },
+  };
+  joins.push(p);
+  return p;
+}
+
+/** Runs a `nodelet join` that is expected to fail, to its end. */
+const runJoin = (args: string[]) => startJoin(args).done;
 
 async function listFiles(root: string): Promise<string[]> {
   if (!existsSync(root)) return [];
@@ -88,6 +107,7 @@ beforeAll(async () => {
 }, 300_000);
 
 afterAll(async () => {
+  for (const j of joins) await j.stop();
   for (const a of agents) await a.stop();
   for (const a of agents) await a.cleanupDirs();
   for (const b of bases) await rm(b, { recursive: true, force: true });
@@ -150,15 +170,28 @@ test('kubeadm\'s join command with nodelet: the node registers, Ready, as system
   const node = 'nodelet-joined';
   const line = plane.joinCommand.replace(/^kubeadm join /, '').split(/\s+/);
   const base = dirname(root);
-  const r = runJoin([...line, '--node-name', node, '--cri-socket', criEndpoint, '--root-dir', root,
-    `--pod-logs-dir=${join(base, 'pod-logs')}`, `--pod-manifest-path=${join(base, 'manifests')}`, '--logging-format', 'json'], 180_000);
-  const ready = waitFor(`Node ${node} Ready`, async () => nodeReady(await kubectl.get<V1Node>('node', node).catch(() => undefined)) || undefined, 120_000, 500);
-  // A join that fails ends the process: its output is the failure.
-  const outcome = await Promise.race([ready.then(() => 'ready'), r.then((x) => `nodelet join exited ${x.code}:\n${x.output.split('\n').slice(-15).join('\n')}`)]);
-  expect(outcome).toBe('ready');
-  const who = await new Kubectl(join(root, 'kubeconfig'), join(dir, 'kube-cache'), join(dir, 'work'), join(binDir, 'kubectl'))
-    .run('auth', 'whoami', '-o', 'json');
-  expect(JSON.parse(who).status.userInfo).toMatchObject({ username: `system:node:${node}`, groups: expect.arrayContaining(['system:nodes']) });
+  const joined = startJoin([...line, '--node-name', node, '--cri-socket', criEndpoint, '--root-dir', root,
+    `--pod-logs-dir=${join(base, 'pod-logs')}`, `--pod-manifest-path=${join(base, 'manifests')}`, '--logging-format', 'json'], 600_000);
+  try {
+    const ready = waitFor(`Node ${node} Ready`, async () => nodeReady(await kubectl.get<V1Node>('node', node).catch(() => undefined)) || undefined, 120_000, 500);
+    // A join that fails ends the process: its output is the failure.
+    const outcome = await Promise.race([ready.then(() => 'ready'), joined.done.then((x) => `nodelet join exited ${x.code}:\n${x.output.split('\n').slice(-15).join('\n')}`)]);
+    expect(outcome).toBe('ready');
+    // What join wrote: the cluster's configuration with the node's CRI socket, the bootstrap kubeconfig, the CA, the
+    // client certificate behind the current symlink and the kubeconfig naming it.
+    expect((await listFiles(root)).filter((f) => !f.startsWith('pods') && !f.endsWith('.sock') && !f.startsWith('machine'))).toEqual(expect.arrayContaining([
+      'bootstrap-kubeconfig', 'config.yaml', 'kubeconfig', 'pki', 'pki/ca.crt', 'pki/kubelet-client-current.pem']));
+    const config = await readFile(join(root, 'config.yaml'), 'utf8');
+    expect(config).toContain(`containerRuntimeEndpoint: ${criEndpoint}`);
+    expect(config).toContain(`clientCAFile: ${join(root, 'pki', 'ca.crt')}`);
+    expect(joined.output()).toContain('This node has joined the cluster; restart it with: nodelet');
+    const who = await new Kubectl(join(root, 'kubeconfig'), join(dir, 'kube-cache'), join(dir, 'work'), join(binDir, 'kubectl'))
+      .run('auth', 'whoami', '-o', 'json');
+    expect(JSON.parse(who).status.userInfo).toMatchObject({ username: `system:node:${node}`, groups: expect.arrayContaining(['system:nodes']) });
+  } finally {
+    // One agent at a time on this host: the CNI shim's socket is the host's.
+    await joined.stop();
+  }
 }, 240_000);
 
 describe('kubelet\'s --bootstrap-kubeconfig', () => {
@@ -173,13 +206,14 @@ describe('kubelet\'s --bootstrap-kubeconfig', () => {
     agents.push(agent);
     certDir = join(agent.rootDir, 'pki');
     const bootstrap = join(dirname(agent.kubeconfig!), 'bootstrap-kubeconfig');
-    await bootstrapKubeconfig(bootstrap, await kubeadmToken());
+    const token = await kubeadmToken();
+    await bootstrapKubeconfig(bootstrap, token);
     await agent.start(['--bootstrap-kubeconfig', bootstrap]);
     await waitFor(`Node ${node} Ready`, async () => nodeReady(await kubectl.get<V1Node>('node', node).catch(() => undefined)) || undefined, 120_000, 500)
       .catch((err: Error) => { throw new Error(`${err.message}\n${agent.output.split('\n').slice(-20).join('\n')}`); });
 
     const csrs = await kubectl.get<{ items: Csr[] }>('csr');
-    const mine = csrs.items.filter((c) => c.metadata.name.startsWith('node-csr-') && c.spec.username.startsWith('system:bootstrap:'));
+    const mine = csrs.items.filter((c) => c.metadata.name.startsWith('node-csr-') && c.spec.username === `system:bootstrap:${token.slice(0, 6)}`);
     expect(mine).toHaveLength(1);
     expect(mine[0]!.spec.signerName).toBe('kubernetes.io/kube-apiserver-client-kubelet');
     expect(mine[0]!.spec.usages).toEqual(['digital signature', 'client auth']);
