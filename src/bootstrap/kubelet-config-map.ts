@@ -25,7 +25,8 @@ export interface NodeKubeletSettings {
 export function nodeKubeletConfig(clusterText: string, node: NodeKubeletSettings): string {
   const doc = parseDocument(clusterText);
   if (doc.errors.length > 0) throw new Error(`the cluster's KubeletConfiguration is not YAML: ${doc.errors[0]!.message}`);
-  if (node.containerRuntimeEndpoint) doc.set('containerRuntimeEndpoint', node.containerRuntimeEndpoint);
-  if (node.clientCAFile && doc.hasIn(['authentication', 'x509', 'clientCAFile'])) doc.setIn(['authentication', 'x509', 'clientCAFile'], node.clientCAFile);
+  // New nodes, so the cluster's quoting of the old values (containerRuntimeEndpoint: "") does not stay on the node's.
+  if (node.containerRuntimeEndpoint) doc.set('containerRuntimeEndpoint', doc.createNode(node.containerRuntimeEndpoint));
+  if (node.clientCAFile && doc.hasIn(['authentication', 'x509', 'clientCAFile'])) doc.setIn(['authentication', 'x509', 'clientCAFile'], doc.createNode(node.clientCAFile));
   return doc.toString();
 }

@@ -8,6 +8,7 @@ import { mkdtemp, readdir, readFile, readlink, rm, writeFile } from 'node:fs/pro
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { execa } from 'execa';
+import { parse } from 'yaml';
 import type { V1Node } from '@kubernetes/client-node';
 import { down, ensureBinaries, restartControllerManager, up, type ControlPlane } from '../../cluster/control-plane.js';
 import { AgentProcess, criEndpoint, repoRoot, waitFor } from '../helpers/agent.js';
@@ -181,9 +182,10 @@ test('kubeadm\'s join command with nodelet: the node registers, Ready, as system
     // client certificate behind the current symlink and the kubeconfig naming it.
     expect((await listFiles(root)).filter((f) => !f.startsWith('pods') && !f.endsWith('.sock') && !f.startsWith('machine'))).toEqual(expect.arrayContaining([
       'bootstrap-kubeconfig', 'config.yaml', 'kubeconfig', 'pki', 'pki/ca.crt', 'pki/kubelet-client-current.pem']));
-    const config = await readFile(join(root, 'config.yaml'), 'utf8');
-    expect(config).toContain(`containerRuntimeEndpoint: ${criEndpoint}`);
-    expect(config).toContain(`clientCAFile: ${join(root, 'pki', 'ca.crt')}`);
+    const config = parse(await readFile(join(root, 'config.yaml'), 'utf8')) as { containerRuntimeEndpoint: string; authentication: { x509: { clientCAFile: string } }; rotateCertificates: boolean };
+    expect(config.containerRuntimeEndpoint).toBe(criEndpoint);
+    expect(config.authentication.x509.clientCAFile).toBe(join(root, 'pki', 'ca.crt'));
+    expect(config.rotateCertificates).toBe(true);
     expect(joined.output()).toContain('This node has joined the cluster; restart it with: nodelet');
     const who = await new Kubectl(join(root, 'kubeconfig'), join(dir, 'kube-cache'), join(dir, 'work'), join(binDir, 'kubectl'))
       .run('auth', 'whoami', '-o', 'json');

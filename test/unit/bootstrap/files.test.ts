@@ -45,6 +45,7 @@ test.each([
 ])('the node\'s settings on the cluster\'s configuration: %s', (_name, node, changed) => {
   const out = nodeKubeletConfig(clusterConfig, node);
   expect(parse(out)).toEqual({ ...parse(clusterConfig), ...changed });
+  if (node.containerRuntimeEndpoint) expect(out).toContain(`containerRuntimeEndpoint: ${node.containerRuntimeEndpoint}\n`);
 });
 
 test('a cluster configuration without authentication gets no CA file', () => {
