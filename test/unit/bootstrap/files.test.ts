@@ -45,7 +45,8 @@ test.each([
 ])('the node\'s settings on the cluster\'s configuration: %s', (_name, node, changed) => {
   const out = nodeKubeletConfig(clusterConfig, node);
   expect(parse(out)).toEqual({ ...parse(clusterConfig), ...changed });
-  if (node.containerRuntimeEndpoint) expect(out).toContain(`containerRuntimeEndpoint: ${node.containerRuntimeEndpoint}\n`);
+  const endpoint = (node as { containerRuntimeEndpoint?: string }).containerRuntimeEndpoint;
+  if (endpoint) expect(out).toContain(`containerRuntimeEndpoint: ${endpoint}\n`);
 });
 
 test('a cluster configuration without authentication gets no CA file', () => {
