@@ -183,6 +183,12 @@ export class BenchAgent {
     return helper === undefined ? 0 : memoryMB(helper, 'VmHWM');
   }
 
+  /** The spawn helper's current RSS (0 without one). */
+  spawnHelperRssMB(): number {
+    const helper = this.spawnHelperPid();
+    return helper === undefined ? 0 : memoryMB(helper, 'VmRSS');
+  }
+
   private helperPid: number | undefined;
 
   /** The agent's nodelet-spawn child, if it runs one (this kernel has no /proc/<pid>/task/<tid>/children). */

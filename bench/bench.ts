@@ -21,8 +21,9 @@
 //          [--sa-token] [--agent-v N] [--agent-log FILE] [--agent-cpu-prof FILE] [--agent-heap-prof FILE]
 import { cpus, release } from 'node:os';
 import { runClusterPhase } from './cluster.js';
+import { BenchKubelet } from './kubelet.js';
 import { parseOptions, UsageError, usage, type Options } from './options.js';
-import { runProbeLoad } from './probes.js';
+import { runKubeletProbeLoad, runProbeLoad } from './probes.js';
 import { memoryMB } from './procfs.js';
 import { printReport, type RunResults } from './report.js';
 import { Bench } from './session.js';
@@ -34,16 +35,18 @@ async function run(bench: Bench, opts: Options): Promise<RunResults> {
   await bench.takeTestsLock();
   await bench.waitForOtherAgents();
   // Leftovers of an earlier bench run that died hard (no other bench runs: this one holds the tests lock).
+  for (const problem of await BenchKubelet.restoreLeftovers()) bench.note(`restoring what an earlier run's kubelet left: ${problem}`);
   for (const [, cri] of bench.containerds()) await bench.removeBenchPods(cri, bench.signal);
   await bench.removeStaleTempDirs();
   const foreign = await bench.foreignPods();
-  if (foreign.main + foreign.floor > 0) bench.note(`other pods share the containerds at the start (main ${foreign.main}, floor ${foreign.floor}); figures may be disturbed`);
+  if (foreign.main + foreign.floor + foreign.kubelet > 0) bench.note(`other pods share the containerds at the start (main ${foreign.main}, floor ${foreign.floor}, kubelet ${foreign.kubelet}); figures may be disturbed`);
   const version = await bench.main.version();
   const out: RunResults = {
     machine: { cpus: cpus().length, kernel: release(), node: process.version },
     runtime: `${version.runtimeName} ${version.runtimeVersion}`,
   };
   if (opts.phases.has('startup') || opts.phases.has('probes')) {
+    if (bench.usesKubelet()) await bench.startKubelet();
     await bench.startAgent();
     const idleStartMB = memoryMB(bench.agent!.pid!, 'VmRSS');
     progress(`agent idle; RSS ${idleStartMB.toFixed(1)} MB`);
@@ -54,8 +57,14 @@ async function run(bench: Bench, opts: Options): Promise<RunResults> {
       if (out.startup) {
         await bench.agent!.stop();
         await bench.startAgent();
+        if (bench.kubelet) {
+          progress('kubelet: restarting it too, for the same reason...');
+          await bench.kubelet.stop();
+          await bench.startKubelet();
+        }
       }
       out.probes = await runProbeLoad(bench);
+      if (bench.kubelet) out.kubeletProbes = await runKubeletProbeLoad(bench);
     }
   }
   if (opts.phases.has('cluster')) {

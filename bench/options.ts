@@ -1,12 +1,18 @@
 // The bench's command line: its options, their parsing and the usage text.
 
 export type Phase = 'startup' | 'probes' | 'cluster';
+/** Beside nodelet: the raw CRI floor (always) and the real kubelet (skipped with --peers floor). */
+export type Peer = 'floor' | 'kubelet';
 
 export interface Options {
   /** The phases to run: all by default. */
   phases: Set<Phase>;
+  peers: Set<Peer>;
   reps: number;
   pods: number;
+  /** The large burst: this many pods at once (0: not measured), --big-reps times. */
+  bigPods: number;
+  bigReps: number;
   probePods: number;
   probeSeconds: number;
   /** Diagnosis: where to write a CPU profile of the agent over the probe-load window ('' for none). */
@@ -18,15 +24,21 @@ export interface Options {
   saToken: boolean;
   agentV: number;
   agentLog: string;
+  kubeletLog: string;
 }
 
-export const usage = `usage: node dist/bench/bench.js [--only startup|probes|cluster] [--reps N] [--pods N] [--probe-pods N] [--probe-seconds N] [--json]
-         [--sa-token] [--agent-v N] [--agent-log FILE] [--agent-cpu-prof FILE] [--agent-heap-prof FILE]
-  --only P     run only one phase: startup (floor vs nodelet start-up latency, peak RSS), probes (the agent's CPU and
+export const usage = `usage: node dist/bench/bench.js [--only startup|probes|cluster] [--peers floor[,kubelet]] [--reps N] [--pods N] [--big-pods N]
+         [--big-reps N] [--probe-pods N] [--probe-seconds N] [--json] [--sa-token] [--agent-v N] [--agent-log FILE] [--kubelet-log FILE]
+         [--agent-cpu-prof FILE] [--agent-heap-prof FILE]
+  --only P     run only these phases (comma-separated): startup (floor vs nodelet start-up latency, peak RSS), probes (the agent's CPU and
                RSS with probed pods running) or cluster (pod startup SLI through the test API server vs the floor, API
                requests per pod); all three by default, in that order
+  --peers L    nodelet's peers: floor (the raw CRI floor, always) and kubelet (the real kubelet v1.32.13, standalone on a
+               containerd of its own, in the startup and probes phases); default floor,kubelet
   --reps N     repetitions of each start-up measurement (default 5)
   --pods N     pods started at once in the parallel case (default 30)
+  --big-pods N pods started at once in the large case (default 110, kubelet's maxPods; 0: not measured)
+  --big-reps N repetitions of the large case (default 3)
   --probe-pods N     pods running during the probe-load window (default 30)
   --probe-seconds N  length of the probe-load window (default 120)
   --json       print the figures as JSON on stdout (the table then goes to stderr)
@@ -34,6 +46,7 @@ export const usage = `usage: node dist/bench/bench.js [--only startup|probes|clu
                and the other phases' have no volume), so the figures include the token and kube-root-ca.crt requests
   --agent-v N  the agent's log verbosity (-v), for diagnosis only (default 0)
   --agent-log FILE  also write the agent's log lines to FILE, for diagnosis
+  --kubelet-log FILE  also write kubelet's log (-v 2) to FILE, for diagnosis
   --agent-cpu-prof FILE  diagnosis: start the agent with an inspector on a loopback port and write a V8 CPU profile of
                the probe-load window to FILE (a .cpuprofile, for Chrome DevTools); a summary is printed. The profiler's own
                cost is in the CPU figures of that run.
@@ -41,12 +54,13 @@ export const usage = `usage: node dist/bench/bench.js [--only startup|probes|clu
                .heapprofile: the allocations of the window still alive after a full GC at its end), with the agent's
                JS heap / native split every 10 s and its RSS after that GC. Either option adds those memory figures.
 With -v 2 or more the agent logs every successful probe, and the bench counts the probe runs (the logging costs CPU).
-Needs both containerds of the rig: bash scripts/runtime.sh up && NODELET_RUNTIME_INSTANCE=floor bash scripts/runtime.sh up`;
+Needs the rig's containerds: bash scripts/runtime.sh up && NODELET_RUNTIME_INSTANCE=floor bash scripts/runtime.sh up
+  (and with kubelet NODELET_RUNTIME_INSTANCE=kubelet bash scripts/runtime.sh up, and its binary: npm run kube:build)`;
 
 export function parseOptions(argv: string[]): Options {
   const opts: Options = {
-    phases: new Set(['startup', 'probes', 'cluster']), reps: 5, pods: 30, probePods: 30, probeSeconds: 120, agentCpuProf: '', agentHeapProf: '',
-    json: false, saToken: false, agentV: 0, agentLog: '',
+    phases: new Set(['startup', 'probes', 'cluster']), peers: new Set(['floor', 'kubelet']), reps: 5, pods: 30, bigPods: 110, bigReps: 3, probePods: 30, probeSeconds: 120, agentCpuProf: '', agentHeapProf: '',
+    json: false, saToken: false, agentV: 0, agentLog: '', kubeletLog: '',
   };
   const int = (flag: string, value: string | undefined, min: number): number => {
     if (value === undefined || !/^\d+$/.test(value) || Number(value) < min) throw new UsageError(`${flag} needs an integer >= ${min}`);
@@ -58,18 +72,27 @@ export function parseOptions(argv: string[]): Options {
     switch (flag) {
       case '--reps': opts.reps = int(flag, value(), 1); break;
       case '--pods': opts.pods = int(flag, value(), 1); break;
+      case '--big-pods': opts.bigPods = int(flag, value(), 0); break;
+      case '--big-reps': opts.bigReps = int(flag, value(), 1); break;
+      case '--peers': {
+        const peers = (value() ?? '').split(',').filter(Boolean);
+        if (!peers.includes('floor') || peers.some((p) => p !== 'floor' && p !== 'kubelet')) throw new UsageError('--peers needs floor, optionally with kubelet');
+        opts.peers = new Set(peers as Peer[]);
+        break;
+      }
       case '--probe-pods': opts.probePods = int(flag, value(), 1); break;
       case '--probe-seconds': opts.probeSeconds = int(flag, value(), 10); break;
       case '--only': {
-        const phase = value();
-        if (phase !== 'startup' && phase !== 'probes' && phase !== 'cluster') throw new UsageError('--only needs startup, probes or cluster');
-        opts.phases = new Set([phase]);
+        const phases = (value() ?? '').split(',');
+        if (phases.some((p) => p !== 'startup' && p !== 'probes' && p !== 'cluster')) throw new UsageError('--only needs startup, probes or cluster (or several, comma-separated)');
+        opts.phases = new Set(phases as Phase[]);
         break;
       }
       case '--agent-cpu-prof': opts.agentCpuProf = value() ?? ''; if (!opts.agentCpuProf) throw new UsageError('--agent-cpu-prof needs a file'); break;
       case '--agent-heap-prof': opts.agentHeapProf = value() ?? ''; if (!opts.agentHeapProf) throw new UsageError('--agent-heap-prof needs a file'); break;
       case '--agent-v': opts.agentV = int(flag, value(), 0); break;
       case '--agent-log': opts.agentLog = value() ?? ''; if (!opts.agentLog) throw new UsageError('--agent-log needs a file'); break;
+      case '--kubelet-log': opts.kubeletLog = value() ?? ''; if (!opts.kubeletLog) throw new UsageError('--kubelet-log needs a file'); break;
       case '--json': opts.json = true; break;
       case '--sa-token': opts.saToken = true; break;
       case '-h': case '--help': throw new UsageError('', 0);
@@ -77,7 +100,7 @@ export function parseOptions(argv: string[]): Options {
     }
   }
   // The agent's pod subnet is a /24: leave room for pods of someone else's tests on the same containerd.
-  if (opts.pods > 200 || opts.probePods > 200) throw new UsageError('--pods and --probe-pods are limited to 200 (the pod subnets are /24)');
+  if (opts.pods > 200 || opts.probePods > 200 || opts.bigPods > 200) throw new UsageError('--pods, --big-pods and --probe-pods are limited to 200 (the pod subnets are /24)');
   return opts;
 }
 

@@ -6,6 +6,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { agentMemoryUsage, InspectorSession, type JsMemory } from './agent.js';
 import { cpuBetween, cpuOf, memoryMB, resetPeakRss, runtimeProcesses } from './procfs.js';
 import { heapProfileSummary, profileSummary, type CpuProfile, type HeapProfileNode } from './profiles.js';
+import { kubeletContainerdPidFile, kubeletNode } from './kubelet.js';
 import { mainPidFile, type Bench } from './session.js';
 import { isReady, isRunning, listPods } from './status-client.js';
 import { fmtMs, now, progress, round1, round2, round3 } from './util.js';
@@ -41,6 +42,8 @@ export interface ProbeLoad {
     peakRssWindowOnly: boolean;
     /** VmHWM since the agent started, read just before the window (includes the pods' start-up). */
     peakRssBeforeWindowMB: number;
+    /** The spawn helper's RSS at the end of the window (part of nodelet's memory beside kubelet's). */
+    spawnHelperRssMB: number;
   };
   runtime: {
     /** The main containerd, with the children it reaped. */
@@ -233,6 +236,7 @@ export async function runProbeLoad(bench: Bench): Promise<ProbeLoad> {
         peakRssInWindowMB: round1(peakRssInWindowMB),
         peakRssWindowOnly,
         peakRssBeforeWindowMB: round1(peakRssBeforeWindowMB),
+        spawnHelperRssMB: round1(agent.spawnHelperRssMB()),
       },
       runtime: {
         ...(runtimeProcs.containerd ? { containerdAvgCores: round3(containerdMs / wallMs) } : {}),
@@ -263,4 +267,124 @@ export async function runProbeLoad(bench: Bench): Promise<ProbeLoad> {
   } finally {
     inspector?.close();
   }
+}
+
+/** kubelet under the same probe load, measured the same way (its own process; exec probes run in its containerd). */
+export interface KubeletProbeLoad {
+  pods: number;
+  allReadyAfterMs: number;
+  settleSeconds: number;
+  windowSeconds: number;
+  kubelet: {
+    avgCores: number;
+    cpuSeconds: number;
+    childrenAvgCores: number;
+    rssMB: { avg: number; max: number; atStart: number; atEnd: number; samples: number };
+    peakRssInWindowMB: number;
+    peakRssWindowOnly: boolean;
+    peakRssBeforeWindowMB: number;
+  };
+  runtime: { containerdAvgCores?: number; shimsAvgCores: number; shims: number };
+  restartsInWindow: number;
+  readyAtEnd: number;
+}
+
+/**
+ * The probe load on kubelet (after nodelet's, with nodelet's pods gone): the same manifests as static pods, Running and
+ * Ready in kubelet's /pods (polled every 500 ms, as nodelet's list), the same settling time, then kubelet's CPU and RSS
+ * sampled every second over --probe-seconds without asking kubelet anything.
+ */
+export async function runKubeletProbeLoad(bench: Bench): Promise<KubeletProbeLoad> {
+  const { opts, signal } = bench;
+  const kubelet = bench.kubelet!;
+  const n = opts.probePods;
+  await kubelet.waitIdle(signal);
+  const names = Array.from({ length: n }, (_, i) => `probe-${i + 1}`);
+  const wanted = new Set(names.map((name) => `${name}-${kubeletNode}`));
+  progress(`kubelet probe load: starting ${n} pods (the same manifests)...`);
+  for (const name of names) await kubelet.writeManifestAside(name, probeManifestText(name));
+  const t0 = now();
+  kubelet.renameManifestsIn(names);
+  const ours = async () => (await kubelet.pods()).filter((p) => wanted.has(p.metadata?.name ?? ''));
+  const restarts = (pods: V1Pod[]) => pods.reduce((sum, p) => sum + (p.status?.containerStatuses ?? []).reduce((s, c) => s + (c.restartCount ?? 0), 0), 0);
+  const readyCount = (pods: V1Pod[]) => pods.filter((p) => isRunning(p) && isReady(p)).length;
+  let pods: V1Pod[];
+  let lastReport = t0;
+  for (;;) {
+    if (!kubelet.running) throw new Error(`kubelet exited while the probe pods started:\n${kubelet.recentOutput()}`);
+    pods = await ours();
+    const ready = readyCount(pods);
+    if (ready === n) break;
+    if (now() - t0 > probeReadyTimeoutMs) {
+      const pending = pods.find((p) => !(isRunning(p) && isReady(p)));
+      throw new Error(`${n - ready} of ${n} kubelet probe pods not Running and Ready after ${probeReadyTimeoutMs / 1000} s; e.g. ${pending?.metadata?.name ?? 'one not listed'}: ${JSON.stringify(pending?.status ?? 'not listed')}\n${kubelet.recentOutput()}`);
+    }
+    if (now() - lastReport >= 10_000) {
+      progress(`  ${ready}/${n} Running and Ready after ${fmtMs(now() - t0)}`);
+      lastReport = now();
+    }
+    await delay(500, undefined, { signal });
+  }
+  const allReadyAfterMs = now() - t0;
+  const restartsBefore = restarts(pods);
+  progress(`kubelet probe load: all ${n} pods Running and Ready after ${fmtMs(allReadyAfterMs)}; settling ${probeSettleMs / 1000} s...`);
+  await delay(probeSettleMs, undefined, { signal });
+
+  const pid = kubelet.pid!;
+  const sandboxes = await kubelet.cri.listPodSandbox({ ...benchPods, state: 'SANDBOX_READY' }, { signal, timeoutMs: 10_000 });
+  const runtimeProcs = runtimeProcesses(kubeletContainerdPidFile, new Set(sandboxes.map((s) => s.id)));
+  const peakRssBeforeWindowMB = memoryMB(pid, 'VmHWM');
+  const peakRssWindowOnly = resetPeakRss(pid);
+  const rssAtStart = memoryMB(pid, 'VmRSS');
+  const rss: number[] = [];
+  const containerdPids = runtimeProcs.containerd ? [runtimeProcs.containerd] : [];
+  const containerd0 = cpuOf(containerdPids);
+  const shims0 = cpuOf(runtimeProcs.shims);
+  const cpu0 = kubelet.cpuMs();
+  const w0 = now();
+  let last = { cpu: cpu0.self, t: w0 };
+  progress(`kubelet probe load: measuring for ${opts.probeSeconds} s (RSS ${rssAtStart.toFixed(1)} MB at the start)...`);
+  for (let k = 1; k <= opts.probeSeconds; k++) {
+    await delay(Math.max(0, w0 + k * 1000 - now()), undefined, { signal });
+    if (!kubelet.running) throw new Error(`kubelet exited during the probe-load window:\n${kubelet.recentOutput()}`);
+    rss.push(memoryMB(pid, 'VmRSS'));
+    if (k % 10 === 0 || k === opts.probeSeconds) {
+      const t = now();
+      const cpu = kubelet.cpuMs().self;
+      progress(`  ${k}/${opts.probeSeconds} s: kubelet ${((cpu - cpu0.self) / (t - w0)).toFixed(3)} cores so far (${((cpu - last.cpu) / (t - last.t)).toFixed(3)} in the last ${((t - last.t) / 1000).toFixed(0)} s), RSS ${rss.at(-1)!.toFixed(1)} MB`);
+      last = { cpu, t };
+    }
+  }
+  const cpu1 = kubelet.cpuMs();
+  const wallMs = now() - w0;
+  const containerdMs = cpuBetween(containerd0, cpuOf(containerdPids));
+  const shimsMs = cpuBetween(shims0, cpuOf(runtimeProcs.shims));
+  const peakRssInWindowMB = memoryMB(pid, 'VmHWM');
+  pods = await ours();
+  const result: KubeletProbeLoad = {
+    pods: n,
+    allReadyAfterMs: round1(allReadyAfterMs),
+    settleSeconds: probeSettleMs / 1000,
+    windowSeconds: round1(wallMs / 1000),
+    kubelet: {
+      avgCores: round3((cpu1.self - cpu0.self) / wallMs),
+      cpuSeconds: round2((cpu1.self - cpu0.self) / 1000),
+      childrenAvgCores: round3((cpu1.children - cpu0.children) / wallMs),
+      rssMB: { avg: round1(rss.reduce((a, b) => a + b, 0) / rss.length), max: round1(Math.max(...rss)), atStart: round1(rssAtStart), atEnd: round1(rss.at(-1)!), samples: rss.length },
+      peakRssInWindowMB: round1(peakRssInWindowMB),
+      peakRssWindowOnly,
+      peakRssBeforeWindowMB: round1(peakRssBeforeWindowMB),
+    },
+    runtime: {
+      ...(runtimeProcs.containerd ? { containerdAvgCores: round3(containerdMs / wallMs) } : {}),
+      shimsAvgCores: round3(shimsMs / wallMs),
+      shims: runtimeProcs.shims.length,
+    },
+    restartsInWindow: restarts(pods) - restartsBefore,
+    readyAtEnd: readyCount(pods),
+  };
+  if (result.readyAtEnd !== n) bench.note(`only ${result.readyAtEnd} of ${n} kubelet probe pods were Running and Ready after the window`);
+  progress('kubelet probe load: tearing the pods down (not timed)...');
+  await kubelet.teardown(signal);
+  return result;
 }

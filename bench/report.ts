@@ -2,9 +2,10 @@
 import type { ClusterResults } from './cluster.js';
 import { stepNames as clusterStepNames, targetFloorFactor } from './cluster.js';
 import type { FloorSample } from './floor.js';
-import type { ProbeLoad } from './probes.js';
+import type { KubeletProbeLoad, ProbeLoad } from './probes.js';
 import type { TimeShare } from './profiles.js';
-import { stepNames, type NodeletSample, type StartupResults } from './startup.js';
+import type { KubeletSample } from './kubelet.js';
+import { kubeletPollMs, stepNames, type NodeletSample, type StartupResults } from './startup.js';
 import { fmtMs, median, min, round1, round3, stepMedians } from './util.js';
 
 const startupTargets = { singleRatio: 1.25, parallelRatio: 1.15, peakRssMB: 100 };
@@ -15,6 +16,8 @@ export interface RunResults {
   runtime: string;
   startup?: StartupResults;
   probes?: ProbeLoad;
+  /** The same probe load on kubelet, when it is a peer. */
+  kubeletProbes?: KubeletProbeLoad;
   cluster?: ClusterResults;
 }
 
@@ -23,25 +26,55 @@ function summary(samples: number[]) {
 }
 
 function figures(res: StartupResults) {
-  const fs = res.floor.single.map((s) => s.elapsedMs);
-  const ns = res.nodelet.single.map((s) => s.elapsedMs);
-  const fp = res.floor.parallel.map((s) => s.elapsedMs);
-  const np = res.nodelet.parallel.map((s) => s.elapsedMs);
+  const el = (xs: { elapsedMs: number }[]) => xs.map((s) => s.elapsedMs);
   const ratio = (a: number, b: number) => round3(a / b);
-  const single = { floor: summary(fs), nodelet: summary(ns), ratio: ratio(median(ns), median(fs)), ratioOfMins: ratio(min(ns), min(fs)) };
-  const parallel = { floor: summary(fp), nodelet: summary(np), ratio: ratio(median(np), median(fp)), ratioOfMins: ratio(min(np), min(fp)) };
+  const row = (c: 'single' | 'parallel' | 'big') => {
+    const fl = el(res.floor[c]);
+    const nl = el(res.nodelet[c]);
+    const kl = res.kubelet ? el(res.kubelet[c]) : [];
+    return {
+      floor: summary(fl), nodelet: summary(nl), ratio: ratio(median(nl), median(fl)), ratioOfMins: ratio(min(nl), min(fl)),
+      ...(res.kubelet ? {
+        kubelet: { ...summary(kl), pollMs: kubeletPollMs[c] },
+        // nodelet : kubelet, < 1 when nodelet is ahead.
+        vsKubelet: ratio(median(nl), median(kl)), vsKubeletOfMins: ratio(min(nl), min(kl)),
+        aheadOfKubelet: median(nl) < median(kl),
+        // The runtime's moment (last CRI startedAt after the rename), both peers, medians.
+        runtimeStarted: {
+          kubeletMs: round1(median(res.kubelet[c].map((s) => s.runtimeStartedMs))),
+          nodeletMs: round1(median(res.nodelet[c].map((s) => s.runtimeStartedMs ?? NaN))),
+        },
+      } : {}),
+    };
+  };
+  const single = row('single');
+  const parallel = row('parallel');
+  const big = res.floor.big.length > 0 ? row('big') : undefined;
   const all = (xs: FloorSample[], f: (s: FloorSample) => number[]) => round1(median(xs.flatMap(f)));
   const perPodCpu = (xs: NodeletSample[], pods: number) => ({
     selfMs: round1(median(xs.map((s) => s.agentCpuMs / pods))),
     pluginsMs: round1(median(xs.map((s) => s.agentChildCpuMs / pods))),
   });
+  const kubeletCpuPerPod = (xs: KubeletSample[], pods: number) => round1(median(xs.map((s) => s.kubeletCpuMs / pods)));
   return {
     machine: res.machine,
     runtime: res.runtime,
     reps: res.options.reps,
     pods: res.options.pods,
+    bigPods: res.options.bigPods,
+    bigReps: res.options.bigReps,
     single,
     parallel,
+    ...(big ? { big } : {}),
+    ...(res.kubelet ? {
+      kubelet: {
+        peakRssMB: round1(res.kubelet.peakRssMB), idleRssAfterRunMB: round1(res.kubelet.idleRssMB),
+        cpuPerPodMs: {
+          single: kubeletCpuPerPod(res.kubelet.single, 1), parallel: kubeletCpuPerPod(res.kubelet.parallel, res.options.pods),
+          ...(big ? { big: kubeletCpuPerPod(res.kubelet.big, res.options.bigPods) } : {}),
+        },
+      },
+    } : {}),
     targets: {
       single: { max: startupTargets.singleRatio, pass: single.ratio <= startupTargets.singleRatio },
       parallel: { max: startupTargets.parallelRatio, pass: parallel.ratio <= startupTargets.parallelRatio },
@@ -61,7 +94,10 @@ function figures(res: StartupResults) {
       },
     },
     nodeletSteps: { single: stepMedians(stepKeys, res.singleSteps), parallel: stepMedians(stepKeys, res.parallelSteps) },
-    agentCpuPerPodMs: { single: perPodCpu(res.nodelet.single, 1), parallel: perPodCpu(res.nodelet.parallel, res.options.pods) },
+    agentCpuPerPodMs: {
+      single: perPodCpu(res.nodelet.single, 1), parallel: perPodCpu(res.nodelet.parallel, res.options.pods),
+      ...(big ? { big: perPodCpu(res.nodelet.big, res.options.bigPods) } : {}),
+    },
     benchCpuMs: {
       floorSingle: round1(median(res.floor.single.map((s) => s.benchCpuMs))),
       nodeletSingle: round1(median(res.nodelet.single.map((s) => s.benchCpuMs))),
@@ -76,27 +112,57 @@ type Figures = ReturnType<typeof figures>;
 function startupTable(f: Figures): string {
   const pf = (pass: boolean) => (pass ? 'PASS' : 'MISS');
   const row = (cols: string[], widths: number[]) => cols.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
-  const w = [25, 12, 12, 8, 9, 4];
+  const k = !!f.single.kubelet;
+  const w = k ? [26, 10, 10, 10, 7, 8, 4, 7, 4] : [26, 10, 10, 8, 9, 4];
   const lines: string[] = [];
   lines.push(`nodelet benchmark: ${f.runtime}, ${f.machine.cpus} CPUs, kernel ${f.machine.kernel}, Node ${f.machine.node}`);
-  lines.push(`${f.reps} repetitions each (after 1 warm-up each), floor and nodelet interleaved; time = manifest rename / first CRI call until all pods run`);
+  lines.push(`${f.reps} repetitions each${f.big ? ` (${f.bigReps} of ${f.bigPods} pods)` : ''}, after 1 warm-up each, ${k ? 'floor, kubelet and nodelet' : 'floor and nodelet'} interleaved;`);
+  lines.push(`  time = manifest rename / first CRI call until all pods run: floor StartContainer returned; nodelet its status watch says`);
+  if (k) lines.push(`  Running with the pod IP; kubelet its /pods (status manager) says the same, polled every ${kubeletPollMs.single}/${kubeletPollMs.parallel}/${kubeletPollMs.big} ms (1/${f.pods}/${f.bigPods || '-'} pods)`);
+  else lines.push('  Running with the pod IP');
   lines.push('');
-  lines.push(row(['', 'floor', 'nodelet', 'ratio', 'target', ''], w));
-  lines.push(row(['1 pod, median', fmtMs(f.single.floor.medianMs), fmtMs(f.single.nodelet.medianMs), `${f.single.ratio.toFixed(2)}x`, `<= ${startupTargets.singleRatio}x`, pf(f.targets.single.pass)], w));
-  lines.push(row(['1 pod, min', fmtMs(f.single.floor.minMs), fmtMs(f.single.nodelet.minMs), `${f.single.ratioOfMins.toFixed(2)}x`], w));
-  lines.push(row([`${f.pods} pods at once, median`, fmtMs(f.parallel.floor.medianMs), fmtMs(f.parallel.nodelet.medianMs), `${f.parallel.ratio.toFixed(2)}x`, `<= ${startupTargets.parallelRatio}x`, pf(f.targets.parallel.pass)], w));
-  lines.push(row([`${f.pods} pods at once, min`, fmtMs(f.parallel.floor.minMs), fmtMs(f.parallel.nodelet.minMs), `${f.parallel.ratioOfMins.toFixed(2)}x`], w));
+  const x = (r: number | undefined) => (r === undefined || !Number.isFinite(r) ? '-' : `${r.toFixed(2)}x`);
+  if (k) lines.push(row(['', 'floor', 'kubelet', 'nodelet', 'n/floor', 'target', '', 'n/kubelet', ''], w));
+  else lines.push(row(['', 'floor', 'nodelet', 'ratio', 'target', ''], w));
+  type Row = typeof f.single;
+  const line = (label: string, r: Row, which: 'median' | 'min', floorTarget?: { max: number; pass: boolean }) => {
+    const v = (s: { medianMs: number; minMs: number }) => fmtMs(which === 'median' ? s.medianMs : s.minMs);
+    const floorRatio = which === 'median' ? r.ratio : r.ratioOfMins;
+    const target = floorTarget && which === 'median' ? [`<= ${floorTarget.max}x`, pf(floorTarget.pass)] : ['', ''];
+    if (!k) return row([label, v(r.floor), v(r.nodelet), x(floorRatio), ...target], w);
+    const vsK = which === 'median' ? r.vsKubelet : r.vsKubeletOfMins;
+    return row([label, v(r.floor), r.kubelet ? v(r.kubelet) : '-', v(r.nodelet), x(floorRatio), ...target, x(vsK), which === 'median' ? pf(!!r.aheadOfKubelet) : ''], w);
+  };
+  lines.push(line('1 pod, median', f.single, 'median', f.targets.single));
+  lines.push(line('1 pod, min', f.single, 'min'));
+  lines.push(line(`${f.pods} pods at once, median`, f.parallel, 'median', f.targets.parallel));
+  lines.push(line(`${f.pods} pods at once, min`, f.parallel, 'min'));
+  if (f.big) {
+    lines.push(line(`${f.bigPods} pods at once, median`, f.big, 'median'));
+    lines.push(line(`${f.bigPods} pods at once, min`, f.big, 'min'));
+  }
+  if (k) {
+    lines.push(`  n/kubelet: nodelet's time over kubelet's; the target is nodelet ahead of kubelet (below 1.00x) on every median`);
+    const rs = (r: Row) => (r.runtimeStarted ? `kubelet ${fmtMs(r.runtimeStarted.kubeletMs)} / nodelet ${fmtMs(r.runtimeStarted.nodeletMs)}` : '-');
+    lines.push(`  last container started in the runtime (CRI startedAt, read after each sample), median: 1 pod ${rs(f.single)};`);
+    lines.push(`    ${f.pods} pods ${rs(f.parallel)}${f.big ? `; ${f.bigPods} pods ${rs(f.big)}` : ''}`);
+  }
   lines.push('');
   const helperPart = f.rss.spawnHelperPeakMB > 0 ? `, of which the spawn helper ${f.rss.spawnHelperPeakMB.toFixed(1)} MB` : '';
   lines.push(`nodelet peak RSS (VmHWM): ${f.rss.peakMB.toFixed(1)} MB${helperPart}  (target < ${startupTargets.peakRssMB} MB: ${pf(f.targets.peakRss.pass)})`);
   lines.push(`nodelet idle RSS: ${f.rss.idleAfterStartMB.toFixed(1)} MB after start, ${f.rss.idleAfterRunMB.toFixed(1)} MB after the run`);
+  if (f.kubelet) lines.push(`kubelet peak RSS (VmHWM) through the run: ${f.kubelet.peakRssMB.toFixed(1)} MB; idle after the run ${f.kubelet.idleRssAfterRunMB.toFixed(1)} MB`);
   lines.push('');
   lines.push('samples (ms):');
-  const many = `${f.pods} pods`.padEnd(8);
-  lines.push(`  ${'1 pod'.padEnd(8)} floor   ${f.single.floor.samplesMs.join(', ')}`);
-  lines.push(`  ${'1 pod'.padEnd(8)} nodelet ${f.single.nodelet.samplesMs.join(', ')}`);
-  lines.push(`  ${many} floor   ${f.parallel.floor.samplesMs.join(', ')}`);
-  lines.push(`  ${many} nodelet ${f.parallel.nodelet.samplesMs.join(', ')}`);
+  const sampleLines = (label: string, r: Row) => {
+    const l = label.padEnd(9);
+    lines.push(`  ${l} floor   ${r.floor.samplesMs.join(', ')}`);
+    if (r.kubelet) lines.push(`  ${l} kubelet ${r.kubelet.samplesMs.join(', ')}`);
+    lines.push(`  ${l} nodelet ${r.nodelet.samplesMs.join(', ')}`);
+  };
+  sampleLines('1 pod', f.single);
+  sampleLines(`${f.pods} pods`, f.parallel);
+  if (f.big) sampleLines(`${f.bigPods} pods`, f.big);
   lines.push('');
   const fsx = f.floorSteps;
   lines.push(`floor per-call medians, 1 pod:  RunPodSandbox ${fmtMs(fsx.single.runPodSandboxMs)}, CreateContainer ${fmtMs(fsx.single.createContainerMs)}, StartContainer ${fmtMs(fsx.single.startContainerMs)}`);
@@ -113,7 +179,12 @@ function startupTable(f: Figures): string {
     lines.push(row([`  ${label}`, single, p ? p.medianPodMs.toFixed(0) : '-', p ? p.lastMs.toFixed(0) : '-'], [46, 10, 20, 10]));
   }
   const cpu = f.agentCpuPerPodMs;
-  lines.push(`agent CPU per pod, its own + the CNI plugins it ran: ${cpu.single.selfMs} + ${cpu.single.pluginsMs} ms (1 pod), ${cpu.parallel.selfMs} + ${cpu.parallel.pluginsMs} ms (${f.pods} pods)`);
+  const bigCpu = cpu.big ? `, ${cpu.big.selfMs} + ${cpu.big.pluginsMs} ms (${f.bigPods} pods)` : '';
+  lines.push(`agent CPU per pod, its own + the CNI plugins it ran: ${cpu.single.selfMs} + ${cpu.single.pluginsMs} ms (1 pod), ${cpu.parallel.selfMs} + ${cpu.parallel.pluginsMs} ms (${f.pods} pods)${bigCpu}`);
+  if (f.kubelet) {
+    const kc = f.kubelet.cpuPerPodMs;
+    lines.push(`kubelet CPU per pod (its own; containerd runs the CNI plugins for it): ${kc.single} ms (1 pod), ${kc.parallel} ms (${f.pods} pods)${kc.big !== undefined ? `, ${kc.big} ms (${f.bigPods} pods)` : ''}; polls of /pods included`);
+  }
   const bc = f.benchCpuMs;
   lines.push(`the bench's own CPU per measurement: 1 pod floor ${bc.floorSingle} ms / nodelet ${bc.nodeletSingle} ms; ${f.pods} pods floor ${bc.floorParallel} ms / nodelet ${bc.nodeletParallel} ms`);
   return lines.join('\n') + '\n';
@@ -175,6 +246,42 @@ function probeTable(p: ProbeLoad): string {
     lines.push("  under nodelet's functions (inclusive):");
     lines.push(...share(h.nodeletInclusive));
   }
+  return lines.join('\n') + '\n';
+}
+
+/** kubelet beside nodelet under the same probe load: CPU and RSS, with the target nodelet below kubelet on memory. */
+function probeComparison(p: ProbeLoad, k: KubeletProbeLoad) {
+  const helper = p.agent.spawnHelperRssMB;
+  const nodeletPeak = (p.agent.peakRssWindowOnly ? p.agent.peakRssInWindowMB : p.agent.rssMB.max) + helper;
+  const kubeletPeak = k.kubelet.peakRssWindowOnly ? k.kubelet.peakRssInWindowMB : k.kubelet.rssMB.max;
+  const rows = {
+    cpuCores: { kubelet: k.kubelet.avgCores, nodelet: p.agent.avgCores },
+    rssSteadyMB: { kubelet: k.kubelet.rssMB.avg, nodelet: round1(p.agent.rssMB.avg + helper) },
+    rssPeakMB: { kubelet: kubeletPeak, nodelet: round1(nodeletPeak) },
+  };
+  return {
+    rows,
+    memoryAhead: rows.rssSteadyMB.nodelet < rows.rssSteadyMB.kubelet && rows.rssPeakMB.nodelet < rows.rssPeakMB.kubelet,
+    cpuAhead: rows.cpuCores.nodelet < rows.cpuCores.kubelet,
+  };
+}
+
+function probeComparisonTable(p: ProbeLoad, k: KubeletProbeLoad): string {
+  const c = probeComparison(p, k);
+  const pf = (pass: boolean) => (pass ? 'PASS' : 'MISS');
+  const row = (cols: string[]) => cols.map((x, i) => x.padEnd([36, 12, 12, 10, 4][i]!)).join('  ').trimEnd();
+  const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`;
+  const lines: string[] = [];
+  lines.push(`kubelet beside nodelet under the same probe load (${k.pods} pods, the same manifests; each measured alone, nodelet first;`);
+  lines.push(`  the same settling and a ${k.windowSeconds.toFixed(0)} s window; kubelet's pods Running and Ready after ${fmtMs(k.allReadyAfterMs)})`);
+  lines.push(row(['', 'kubelet', 'nodelet', 'n/kubelet', '']));
+  lines.push(row(['CPU, average over the window', `${c.rows.cpuCores.kubelet.toFixed(3)} cores`, `${c.rows.cpuCores.nodelet.toFixed(3)} cores`, ratio(c.rows.cpuCores.nodelet, c.rows.cpuCores.kubelet), pf(c.cpuAhead)]));
+  lines.push(row(['RSS, steady (average of 1 s samples)', `${c.rows.rssSteadyMB.kubelet.toFixed(1)} MB`, `${c.rows.rssSteadyMB.nodelet.toFixed(1)} MB`, ratio(c.rows.rssSteadyMB.nodelet, c.rows.rssSteadyMB.kubelet), pf(c.rows.rssSteadyMB.nodelet < c.rows.rssSteadyMB.kubelet)]));
+  lines.push(row(['RSS, peak in the window (VmHWM)', `${c.rows.rssPeakMB.kubelet.toFixed(1)} MB`, `${c.rows.rssPeakMB.nodelet.toFixed(1)} MB`, ratio(c.rows.rssPeakMB.nodelet, c.rows.rssPeakMB.kubelet), pf(c.rows.rssPeakMB.nodelet < c.rows.rssPeakMB.kubelet)]));
+  lines.push(`  nodelet = the agent + its spawn helper (${p.agent.spawnHelperRssMB.toFixed(1)} MB); target: nodelet ahead of kubelet on memory (${pf(c.memoryAhead)})`);
+  lines.push(`  kubelet RSS ${k.kubelet.rssMB.atStart.toFixed(1)} MB at the start, ${k.kubelet.rssMB.atEnd.toFixed(1)} MB at the end, max sample ${k.kubelet.rssMB.max.toFixed(1)} MB; VmHWM since its start ${k.kubelet.peakRssBeforeWindowMB.toFixed(1)} MB before the window`);
+  lines.push(`  kubelet's children ${k.kubelet.childrenAvgCores.toFixed(3)} cores; its containerd ${k.runtime.containerdAvgCores?.toFixed(3) ?? '-'} cores, ${k.runtime.shims} shims ${k.runtime.shimsAvgCores.toFixed(3)} cores` +
+    ` (nodelet's: ${p.runtime.containerdAvgCores?.toFixed(3) ?? '-'} and ${p.runtime.shimsAvgCores.toFixed(3)}); restarts ${k.restartsInWindow}; Ready after the window ${k.readyAtEnd}/${k.pods}`);
   return lines.join('\n') + '\n';
 }
 
@@ -240,12 +347,14 @@ export function printReport(res: RunResults, notes: string[], json: boolean): vo
   const f = res.startup ? figures(res.startup) : undefined;
   let text = f ? startupTable(f) : `nodelet benchmark: ${res.runtime}, ${res.machine.cpus} CPUs, kernel ${res.machine.kernel}, Node ${res.machine.node}\n`;
   if (res.probes) text += `\n${probeTable(res.probes)}`;
+  if (res.probes && res.kubeletProbes) text += `\n${probeComparisonTable(res.probes, res.kubeletProbes)}`;
   if (res.cluster) text += `\n${clusterTable(res.cluster)}`;
   if (notes.length > 0) text += `\n${notes.map((n) => `NOTE: ${n}\n`).join('')}`;
   if (json) {
     process.stderr.write(text);
     const common = f ?? { machine: res.machine, runtime: res.runtime };
-    process.stdout.write(JSON.stringify({ ...common, ...(res.probes ? { probeLoad: res.probes } : {}), ...(res.cluster ? { cluster: res.cluster } : {}), notes }, null, 2) + '\n');
+    process.stdout.write(JSON.stringify({ ...common, ...(res.probes ? { probeLoad: res.probes } : {}),
+      ...(res.kubeletProbes ? { kubeletProbeLoad: res.kubeletProbes, ...(res.probes ? { probeComparison: probeComparison(res.probes, res.kubeletProbes) } : {}) } : {}), ...(res.cluster ? { cluster: res.cluster } : {}), notes }, null, 2) + '\n');
   } else {
     process.stdout.write(text);
   }

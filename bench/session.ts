@@ -9,6 +9,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { CriClient } from '../src/cri/client.js';
 import { BenchAgent, mainEndpoint } from './agent.js';
 import { Floor, type FloorSample } from './floor.js';
+import { BenchKubelet, kubeletEndpoint } from './kubelet.js';
 import type { Options } from './options.js';
 import { otherAgentProcesses } from './procfs.js';
 import { listPods } from './status-client.js';
@@ -44,14 +45,24 @@ export class Bench {
   readonly floor = new Floor();
   base = '';
   agent?: BenchAgent;
+  /** The real kubelet, when --peers has it and the startup or probes phase runs. */
+  kubelet?: BenchKubelet;
+  private kubeletCri?: CriClient;
   /** Warnings worth printing with the results (other agents appearing, foreign pods, agent warnings). */
   readonly notes: string[] = [];
 
   constructor(readonly opts: Options, readonly signal: AbortSignal) {}
 
   /** The containerds the chosen phases use: the floor only for the start-up and cluster measurements. */
-  containerds(): (readonly ['main' | 'floor', CriClient])[] {
-    return this.usesFloor() ? [['main', this.main], ['floor', this.floor.cri]] : [['main', this.main]];
+  containerds(): (readonly ['main' | 'floor' | 'kubelet', CriClient])[] {
+    const out: (readonly ['main' | 'floor' | 'kubelet', CriClient])[] = [['main', this.main]];
+    if (this.usesFloor()) out.push(['floor', this.floor.cri]);
+    if (this.usesKubelet()) out.push(['kubelet', (this.kubeletCri ??= new CriClient(kubeletEndpoint))]);
+    return out;
+  }
+
+  usesKubelet(): boolean {
+    return this.opts.peers.has('kubelet') && (this.opts.phases.has('startup') || this.opts.phases.has('probes'));
   }
 
   usesFloor(): boolean {
@@ -65,7 +76,7 @@ export class Bench {
         const v = await cri.version({ signal, timeoutMs: 5_000 });
         progress(`${name} containerd: ${v.runtimeName} ${v.runtimeVersion} (CRI ${v.runtimeApiVersion}) at ${cri.target}`);
       } catch (err) {
-        throw new Error(`${name} containerd is not answering at ${cri.target} (start it with ${name === 'floor' ? 'NODELET_RUNTIME_INSTANCE=floor ' : ''}bash scripts/runtime.sh up)`, { cause: err });
+        throw new Error(`${name} containerd is not answering at ${cri.target} (start it with ${name === 'main' ? '' : `NODELET_RUNTIME_INSTANCE=${name} `}bash scripts/runtime.sh up)`, { cause: err });
       }
       if (!(await cri.imageStatus(busybox, { signal, timeoutMs: 10_000 }))) {
         throw new Error(`${busybox} is not in the ${name} containerd (run the rig's up again)`);
@@ -143,12 +154,13 @@ export class Bench {
   }
 
   /** Counts runtime pods that are not the bench's (someone else's tests share the containerd: noise to report). */
-  async foreignPods(): Promise<{ main: number; floor: number }> {
+  async foreignPods(): Promise<{ main: number; floor: number; kubelet: number }> {
     const count = async (cri: CriClient) =>
       (await cri.listPodSandbox({ state: 'SANDBOX_READY' }, { signal: this.signal, timeoutMs: 10_000 })).filter(
         (s) => s.labels[podNamespaceLabel] !== benchNamespace,
       ).length;
-    return { main: await count(this.main), floor: this.usesFloor() ? await count(this.floor.cri) : 0 };
+    const kubeletCri = this.containerds().find(([name]) => name === 'kubelet')?.[1];
+    return { main: await count(this.main), floor: this.usesFloor() ? await count(this.floor.cri) : 0, kubelet: kubeletCri ? await count(kubeletCri) : 0 };
   }
 
   /** Starts the agent (standalone, or with `flags` in a directory of its own under the bench's). */
@@ -157,6 +169,17 @@ export class Bench {
     await this.agent.start(this.signal);
     progress(`agent started (pid ${this.agent.pid}); waiting until it is idle...`);
     await this.waitAgentIdle();
+  }
+
+  /** Starts the real kubelet on its containerd instance (after the leftovers of a run that died are put back). */
+  async startKubelet(): Promise<void> {
+    const { opts } = this;
+    // The same one on a restart: it keeps the record of the host as it was before kubelet first ran.
+    this.kubelet ??= new BenchKubelet(this.base, Math.max(opts.pods, opts.bigPods, opts.probePods), opts.kubeletLog);
+    progress('kubelet: starting standalone (v1.32.13, its own containerd)...');
+    await this.kubelet.start(this.signal);
+    progress(`kubelet started (pid ${this.kubelet.pid}; /pods on 127.0.0.1:${this.kubelet.ports.readOnlyPort}); waiting until it is idle...`);
+    await this.kubelet.waitIdle(this.signal);
   }
 
   /** Idle: the agent used at most 2% of a core over a second (its relist runs every second). */
@@ -271,12 +294,21 @@ export class Bench {
       progress('cleanup: stopping the agent...');
       await step('stopping the agent', () => agent.stop());
     }
-    progress('cleanup: removing bench pods left in either containerd...');
+    const kubelet = this.kubelet;
+    if (kubelet) {
+      progress('cleanup: kubelet: stopping its pods, stopping it, putting the host back...');
+      await step('kubelet', async () => {
+        const problems = await kubelet.cleanup();
+        if (problems.length > 0) throw new Error(problems.join('; '));
+      });
+    }
+    progress('cleanup: removing bench pods left in the containerds...');
     for (const [name, cri] of this.containerds()) await step(`${name} containerd`, () => this.removeBenchPods(cri));
     if (this.base) await step('temp dir', () => rm(this.base, { recursive: true, force: true }));
     await step('releasing the tests lock', () => this.releaseTestsLock());
     this.main.close();
     this.floor.cri.close();
+    this.kubeletCri?.close();
     return errors;
   }
 }

@@ -2,6 +2,7 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type { LogLine } from './agent.js';
 import type { FloorSample } from './floor.js';
+import { lastContainerStartedMs, type KubeletSample } from './kubelet.js';
 import { memoryMB } from './procfs.js';
 import type { Options } from './options.js';
 import type { Bench } from './session.js';
@@ -41,6 +42,8 @@ export interface NodeletSample {
   agentCpuMs: number;
   agentChildCpuMs: number;
   benchCpuMs: number;
+  /** The last bench container's start in the runtime (CRI startedAt), ms after the rename: read after the sample. */
+  runtimeStartedMs?: number;
 }
 
 async function nodeletRun(bench: Bench, names: string[], timeoutMs: number): Promise<NodeletSample> {
@@ -143,83 +146,95 @@ export interface StartupResults {
   machine: { cpus: number; kernel: string; node: string };
   runtime: string;
   options: Options;
-  floor: { single: FloorSample[]; parallel: FloorSample[] };
-  nodelet: { single: NodeletSample[]; parallel: NodeletSample[] };
+  floor: { single: FloorSample[]; parallel: FloorSample[]; big: FloorSample[] };
+  nodelet: { single: NodeletSample[]; parallel: NodeletSample[]; big: NodeletSample[] };
+  /** With kubelet among the peers: its samples (same manifests, same repetitions). */
+  kubelet?: { single: KubeletSample[]; parallel: KubeletSample[]; big: KubeletSample[]; peakRssMB: number; idleRssMB: number };
   singleSteps: Map<string, PodSteps>[];
   parallelSteps: Map<string, PodSteps>[];
   /** peakMB: the agent's and its spawn helper's (helperPeakMB) VmHWM. */
   rss: { idleStartMB: number; idleEndMB: number; peakMB: number; helperPeakMB: number };
 }
 
-/** Floor vs nodelet start-up, 1 pod and --pods at once, interleaved; the agent's peak RSS through it. */
+type Case = 'single' | 'parallel' | 'big';
+type Peer = 'floor' | 'kubelet' | 'nodelet';
+
+/** kubelet's /pods poll interval per case: the resolution of its figures (each poll serialises all its pods). */
+export const kubeletPollMs: Record<Case, number> = { single: 20, parallel: 50, big: 100 };
+
+/**
+ * Floor, kubelet and nodelet start-up, 1 pod, --pods and --big-pods at once, interleaved (the order rotates per
+ * repetition); the agent's peak RSS through it.
+ */
 export async function runStartup(bench: Bench, common: Pick<StartupResults, 'machine' | 'runtime'>, idleStartMB: number): Promise<StartupResults> {
   const agent = bench.agent!;
+  const kubelet = bench.kubelet;
   const { opts } = bench;
   const startEpoch = Date.now();
   const res: StartupResults = {
     machine: common.machine,
     runtime: common.runtime,
     options: opts,
-    floor: { single: [], parallel: [] },
-    nodelet: { single: [], parallel: [] },
+    floor: { single: [], parallel: [], big: [] },
+    nodelet: { single: [], parallel: [], big: [] },
+    ...(kubelet ? { kubelet: { single: [], parallel: [], big: [], peakRssMB: NaN, idleRssMB: NaN } } : {}),
     singleSteps: [],
     parallelSteps: [],
     rss: { idleStartMB, idleEndMB: NaN, peakMB: NaN, helperPeakMB: 0 },
   };
 
-  const nodeletOnce = async (names: string[], timeoutMs: number) => {
-    const s = await nodeletRun(bench, names, timeoutMs);
-    await bench.nodeletTeardown(bench.signal);
+  const timeoutOf = (n: number) => (n === 1 ? singleTimeoutMs : parallelTimeoutMs);
+  const settle = async () => {
+    await bench.waitAgentIdle();
+    await kubelet?.waitIdle(bench.signal);
+  };
+  const names = (prefix: string, n: number) => (n === 1 ? [prefix] : Array.from({ length: n }, (_, i) => `${prefix}-${i + 1}`));
+  /** One measurement of a peer (timed), then its teardown (not timed). */
+  const once = async (peer: Peer, prefix: string, n: number, c: Case): Promise<FloorSample | NodeletSample | KubeletSample> => {
+    const pods = names(prefix, n);
+    if (peer === 'floor') return bench.floorOnce(pods);
+    if (peer === 'nodelet') {
+      const s = await nodeletRun(bench, pods, timeoutOf(n));
+      s.runtimeStartedMs = await lastContainerStartedMs(bench.main, s.t0Epoch, bench.signal);
+      await bench.nodeletTeardown(bench.signal);
+      return s;
+    }
+    const s = await kubelet!.run(pods, manifestText, timeoutOf(n), kubeletPollMs[c], bench.signal);
+    await kubelet!.teardown(bench.signal);
     return s;
   };
-  const settle = () => bench.waitAgentIdle();
+  const peers: Peer[] = kubelet ? ['floor', 'kubelet', 'nodelet'] : ['floor', 'nodelet'];
+  const letter: Record<Peer, string> = { floor: 'f', kubelet: 'k', nodelet: 'n' };
   bench.watchForOtherAgents();
 
   // Warm-up (not counted): the first pod pays for bridge creation, gRPC channels, and the agent's cold code paths.
-  progress('warm-up: 1 floor pod, 1 nodelet pod, then 1 batch each of the parallel case (not counted)');
-  await bench.floorOnce(['fw']);
-  await settle();
-  await nodeletOnce(['nw'], singleTimeoutMs);
-  await settle();
-  const batch = (prefix: string) => Array.from({ length: opts.pods }, (_, i) => `${prefix}-${i + 1}`);
-  await bench.floorOnce(batch('fwp'));
-  await settle();
-  await nodeletOnce(batch('nwp'), parallelTimeoutMs);
-  await settle();
-
-  for (let k = 1; k <= opts.reps; k++) {
-    // Alternate which goes first, so neither always follows the other's teardown.
-    const order = k % 2 ? (['floor', 'nodelet'] as const) : (['nodelet', 'floor'] as const);
-    for (const which of order) {
-      if (which === 'floor') {
-        progress(`1 pod, rep ${k}/${opts.reps}: floor...`);
-        const s = await bench.floorOnce([`fs${k}`]);
-        res.floor.single.push(s);
-        progress(`  floor ${fmtMs(s.elapsedMs)}`);
-      } else {
-        progress(`1 pod, rep ${k}/${opts.reps}: nodelet...`);
-        const s = await nodeletOnce([`ns${k}`], singleTimeoutMs);
-        res.nodelet.single.push(s);
-        progress(`  nodelet ${fmtMs(s.elapsedMs)}`);
-      }
+  progress(`warm-up: 1 pod, then 1 batch of ${opts.pods}, of each of ${peers.join(', ')} (not counted)`);
+  for (const n of [1, opts.pods]) {
+    for (const peer of peers) {
+      const s = await once(peer, `${letter[peer]}w${n === 1 ? '' : 'p'}`, n, n === 1 ? 'single' : 'parallel');
+      progress(`  warm-up ${n === 1 ? '1 pod' : `${n} pods`}: ${peer} ${fmtMs(s.elapsedMs)}`);
       await settle();
     }
   }
-  for (let k = 1; k <= opts.reps; k++) {
-    const order = k % 2 ? (['floor', 'nodelet'] as const) : (['nodelet', 'floor'] as const);
-    for (const which of order) {
-      if (which === 'floor') {
-        progress(`${opts.pods} pods, rep ${k}/${opts.reps}: floor...`);
-        const s = await bench.floorOnce(batch(`fp${k}`));
-        res.floor.parallel.push(s);
-        progress(`  floor ${fmtMs(s.elapsedMs)}`);
-      } else {
-        progress(`${opts.pods} pods, rep ${k}/${opts.reps}: nodelet...`);
-        const s = await nodeletOnce(batch(`np${k}`), parallelTimeoutMs);
-        res.nodelet.parallel.push(s);
-        progress(`  nodelet ${fmtMs(s.elapsedMs)}`);
+
+  const cases: { c: Case; n: number; reps: number; label: string }[] = [
+    { c: 'single', n: 1, reps: opts.reps, label: '1 pod' },
+    { c: 'parallel', n: opts.pods, reps: opts.reps, label: `${opts.pods} pods` },
+    ...(opts.bigPods > 0 ? [{ c: 'big' as const, n: opts.bigPods, reps: opts.bigReps, label: `${opts.bigPods} pods` }] : []),
+  ];
+  for (const { c, n, reps, label } of cases) {
+    for (let k = 1; k <= reps; k++) {
+      // Rotate which goes first, so none always follows another's teardown.
+      const order = peers.map((_, i) => peers[(i + k - 1) % peers.length]!);
+      for (const peer of order) {
+        progress(`${label}, rep ${k}/${reps}: ${peer}...`);
+        const s = await once(peer, `${letter[peer]}${c[0]}${k}`, n, c);
+        if (peer === 'floor') res.floor[c].push(s as FloorSample);
+        else if (peer === 'nodelet') res.nodelet[c].push(s as NodeletSample);
+        else res.kubelet![c].push(s as KubeletSample);
+        progress(`  ${peer} ${fmtMs(s.elapsedMs)}`);
+        await settle();
       }
-      await settle();
     }
   }
 
@@ -227,11 +242,15 @@ export async function runStartup(bench: Bench, common: Pick<StartupResults, 'mac
   res.rss.helperPeakMB = agent.spawnHelperPeakRssMB();
   res.rss.peakMB = memoryMB(agent.pid!, 'VmHWM') + res.rss.helperPeakMB;
   res.rss.idleEndMB = memoryMB(agent.pid!, 'VmRSS');
+  if (kubelet && res.kubelet) {
+    res.kubelet.peakRssMB = kubelet.rssMB('VmHWM');
+    res.kubelet.idleRssMB = kubelet.rssMB('VmRSS');
+  }
   res.singleSteps = res.nodelet.single.map((s) => stepsOf(s, agent.lines));
   res.parallelSteps = res.nodelet.parallel.map((s) => stepsOf(s, agent.lines));
   const problems = agent.problemsSince(startEpoch);
   if (problems.length > 0) bench.note(`the agent logged ${problems.length} warnings/errors during the run, e.g. "${problems[0]!.msg}"`);
   const foreignEnd = await bench.foreignPods();
-  if (foreignEnd.main + foreignEnd.floor > 0) bench.note(`other pods share the containerds at the end (main ${foreignEnd.main}, floor ${foreignEnd.floor})`);
+  if (foreignEnd.main + foreignEnd.floor + foreignEnd.kubelet > 0) bench.note(`other pods share the containerds at the end (main ${foreignEnd.main}, floor ${foreignEnd.floor}, kubelet ${foreignEnd.kubelet})`);
   return res;
 }

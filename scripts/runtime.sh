@@ -5,6 +5,8 @@
 #   NODELET_RUNTIME_INSTANCE=main  (default) the containerd the agent talks to; its CNI conflist names the nodelet shim.
 #   NODELET_RUNTIME_INSTANCE=floor an independent containerd for the benchmark's "raw CRI floor": every path differs and its
 #                                  CNI conflist is a plain reference chain (bridge + host-local + portmap) containerd runs itself.
+#   NODELET_RUNTIME_INSTANCE=kubelet  a third one, the same as the floor's on its own bridge and pod subnet, for the real
+#                                  kubelet the benchmark runs as nodelet's peer.
 # Idempotent: `up` only does what is missing; `down` without anything running is a no-op.
 # Progress goes to stderr; `up` prints the CRI endpoint as its only stdout line.
 set -euo pipefail
@@ -29,9 +31,19 @@ case "$INSTANCE" in
     CNI_BIN=/opt/nodelet/cni-floor/bin
     BRIDGE=nodelet-floor0
     NETWORKS=(nodelet-floor)
+    SUBNET=10.98.0.0/24
+    ;;
+  kubelet)
+    SUFFIX="-kubelet"
+    CNI_BIN=/opt/nodelet/cni-kubelet/bin
+    BRIDGE=nodelet-kube0
+    NETWORKS=(nodelet-kubelet)
+    # Not the main instance's 10.99.0.0/24, the floor's 10.98.0.0/24, the integration tests' 10.97.x.0/24 or the control
+    # plane's 10.96.0.0/16 and 10.244.0.0/16.
+    SUBNET=10.95.0.0/24
     ;;
   *)
-    echo "runtime: unknown NODELET_RUNTIME_INSTANCE '$INSTANCE' (expected main or floor)" >&2
+    echo "runtime: unknown NODELET_RUNTIME_INSTANCE '$INSTANCE' (expected main, floor or kubelet)" >&2
     exit 2
     ;;
 esac
@@ -224,22 +236,23 @@ shim_conflist() {
 EOF
 }
 
-# The floor: containerd drives the reference plugins directly. With isGateway the bridge gets 10.98.0.1, so host->pod
-# traffic stays on the bridge (no forwarding needed); the bridge plugin itself turns on net.ipv4.ip_forward for isGateway.
-floor_conflist() {
-  cat <<'EOF'
+# The floor and kubelet instances: containerd drives the reference plugins directly. With isGateway the bridge gets the
+# subnet's .1, so host->pod traffic stays on the bridge (no forwarding needed); the bridge plugin itself turns on
+# net.ipv4.ip_forward for isGateway.
+reference_conflist() {
+  cat <<EOF
 {
   "cniVersion": "1.0.0",
-  "name": "nodelet-floor",
+  "name": "${NETWORKS[0]}",
   "plugins": [
     {
       "type": "bridge",
-      "bridge": "nodelet-floor0",
+      "bridge": "$BRIDGE",
       "isGateway": true,
       "ipMasq": false,
       "ipam": {
         "type": "host-local",
-        "ranges": [[{ "subnet": "10.98.0.0/24" }]],
+        "ranges": [[{ "subnet": "$SUBNET" }]],
         "routes": [{ "dst": "0.0.0.0/0" }]
       }
     },
@@ -259,8 +272,8 @@ write_configs() {
     name=10-nodelet.conflist
     content=$(shim_conflist)
   else
-    name=10-nodelet-floor.conflist
-    content=$(floor_conflist)
+    name=10-${NETWORKS[0]}.conflist
+    content=$(reference_conflist)
   fi
   # containerd uses the first conflist in conf_dir: keep exactly ours there.
   find "$NET_DIR" -mindepth 1 -maxdepth 1 ! -name "$name" -exec rm -rf {} +
@@ -719,7 +732,7 @@ case "${1:-}" in
   up) cmd_up ;;
   down) cmd_down "${2:-}" ;;
   *)
-    echo "usage: [NODELET_RUNTIME_INSTANCE=main|floor] bash scripts/runtime.sh up | down [--purge]" >&2
+    echo "usage: [NODELET_RUNTIME_INSTANCE=main|floor|kubelet] bash scripts/runtime.sh up | down [--purge]" >&2
     exit 2
     ;;
 esac

@@ -1,13 +1,14 @@
 // The agent's settings: command-line flags and the KubeletConfiguration, as the CLI resolved them.
 import type { KubeletConfiguration } from './kubelet-config.js';
 
+/** A configuration the agent cannot start with; the message names the setting. */
+export class AgentConfigError extends Error {}
+
 export interface AgentConfig {
   /** kubeconfig of the API server (cluster mode); '' runs standalone. */
   kubeconfig: string;
   /** kubeconfig with a bootstrap token for the TLS bootstrap of --kubeconfig's client certificate; '' for none. */
   bootstrapKubeconfig: string;
-  /** Where the client certificates are kept (kubelet-client-current.pem); default <root-dir>/pki. */
-  certDir: string;
   /** KubeletConfiguration file (--config); '' for none. */
   configFile: string;
   podManifestPath: string;
@@ -23,6 +24,8 @@ export interface AgentConfig {
   /** The nodelet-spawn helper's path; '' starts programs with child_process. */
   spawnHelper: string;
   podLogsDir: string;
+  /** --cert-dir (default <root-dir>/pki): the kubelet API's self-signed serving certificate, and the client certificates (kubelet-client-current.pem). */
+  certDir: string;
   runtimeRequestTimeoutMs: number;
   syncFrequencyMs: number;
   fileCheckFrequencyMs: number;

@@ -27,13 +27,13 @@ import { RuntimeObserver } from '../lifecycle/runtime-observer.js';
 import { PodConfig } from '../podconfig/pod-config.js';
 import { ProbeManager } from '../prober/manager.js';
 import { StatusApi } from './status-api.js';
-import type { AgentConfig } from './agent-config.js';
+import { AgentConfigError, type AgentConfig } from './agent-config.js';
+import { createKubeletApi } from './kubelet-api.js';
 import { nodeAllocatable, nodeCapacity } from '../host/allocatable.js';
 import { readMachineInfo } from '../host/machine-info.js';
 import { PodVolumeManager } from '../volume/pod-volumes.js';
 
-/** A configuration the agent cannot start with; the message names the setting. */
-export class AgentConfigError extends Error {}
+export { AgentConfigError };
 
 /** The status socket of an agent with this root dir (read by `nodelet pods`). */
 export function statusSocketPath(rootDir: string): string {
@@ -151,12 +151,26 @@ export class Agent {
         })
       : undefined;
 
+    // The kubelet API (port 10250): logs, exec, attach, port-forward for kubectl through the API server.
+    let lastRelist: number | undefined;
+    const kubeletApi = await createKubeletApi({
+      config,
+      nodeName: node,
+      nodeIP,
+      ...(cluster ? { client: cluster.client } : {}),
+      pods: () => workers.pods(),
+      runtime,
+      syncLoopEntry: () => lastRelist,
+      clock,
+      log,
+    });
     const housekeeping = new Housekeeping({ clock, log, pods: workers, volumes, podCgroups, podNetwork });
     const relister = new Relister(
       observer,
       config.relistPeriodMs,
       {
         onRelist: (changed, snapshot) => {
+          lastRelist = clock.now();
           workers.handleRelist(changed, snapshot);
           podConfig.onRelist(snapshot);
           housekeeping.afterRelist(snapshot, signal);
@@ -182,6 +196,13 @@ export class Agent {
     };
 
     await api.listen();
+    try {
+      await kubeletApi.listen();
+    } catch (err) {
+      await api.close();
+      throw new AgentConfigError(`cannot serve the kubelet API on ${config.kubelet.address}:${config.kubelet.port}: ${(err as Error).message}`, { cause: err });
+    }
+    log.info({ address: config.kubelet.address, port: kubeletApi.port }, 'Kubelet API listening (HTTPS)');
     log.info({ node, podManifestPath: config.podManifestPath, statusSocket: statusSocketPath(config.rootDir) }, 'nodelet started');
     try {
       await Promise.all([
@@ -192,6 +213,7 @@ export class Agent {
       ]);
     } finally {
       workers.stop();
+      await kubeletApi.close();
       await api.close();
       await shimServer.close();
       programs.close();

@@ -1,5 +1,6 @@
 // Reads `--config FILE`: a KubeletConfiguration (kubelet.config.k8s.io/v1beta1) limited to the settings nodelet honours.
 import { readFile } from 'node:fs/promises';
+import { isIP } from 'node:net';
 import type { V1Taint } from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import { InvalidQuantityError, parseQuantity, type Quantity } from '../core/quantity.js';
@@ -21,8 +22,17 @@ export interface KubeletConfiguration {
   runtimeRequestTimeoutMs: number;
   containerRuntimeEndpoint: string;
   podCIDR: string;
-  /** The kubelet API port reported in Node.status.daemonEndpoints. */
+  /** The kubelet API's address and port (the port is reported in Node.status.daemonEndpoints). */
+  address: string;
   port: number;
+  /** The kubelet API's serving certificate; both empty: a self-signed one in the cert dir. */
+  tlsCertFile: string;
+  tlsPrivateKeyFile: string;
+  /** Go's names (VersionTLS12, TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256); empty: Go's defaults. */
+  tlsMinVersion: string;
+  tlsCipherSuites: string[];
+  authentication: KubeletAuthentication;
+  authorization: KubeletAuthorization;
   maxPods: number;
   kubeAPIQPS: number;
   kubeAPIBurst: number;
@@ -40,6 +50,53 @@ export interface KubeletConfiguration {
   rotateCertificates: boolean;
 }
 
+/** KubeletConfiguration `authentication`: who a request to the kubelet API comes from. */
+export interface KubeletAuthentication {
+  x509: { clientCAFile: string };
+  webhook: { enabled: boolean; cacheTTLMs: number };
+  anonymous: { enabled: boolean };
+}
+
+export type KubeletAuthorizationMode = 'AlwaysAllow' | 'Webhook';
+
+/** KubeletConfiguration `authorization`: what a caller of the kubelet API may do. */
+export interface KubeletAuthorization {
+  mode: KubeletAuthorizationMode;
+  webhook: { cacheAuthorizedTTLMs: number; cacheUnauthorizedTTLMs: number };
+}
+
+/** Go's crypto/tls version names, as kubelet's tlsMinVersion takes them, and Node's. */
+export const tlsVersions: Readonly<Record<string, 'TLSv1' | 'TLSv1.1' | 'TLSv1.2' | 'TLSv1.3'>> = {
+  VersionTLS10: 'TLSv1',
+  VersionTLS11: 'TLSv1.1',
+  VersionTLS12: 'TLSv1.2',
+  VersionTLS13: 'TLSv1.3',
+};
+
+/** Go's cipher suite names, as kubelet's tlsCipherSuites takes them, and OpenSSL's. */
+export const tlsCipherSuiteNames: Readonly<Record<string, string>> = {
+  TLS_RSA_WITH_AES_128_CBC_SHA: 'AES128-SHA',
+  TLS_RSA_WITH_AES_256_CBC_SHA: 'AES256-SHA',
+  TLS_RSA_WITH_AES_128_GCM_SHA256: 'AES128-GCM-SHA256',
+  TLS_RSA_WITH_AES_256_GCM_SHA384: 'AES256-GCM-SHA384',
+  TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA: 'ECDHE-ECDSA-AES128-SHA',
+  TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA: 'ECDHE-ECDSA-AES256-SHA',
+  TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA: 'ECDHE-RSA-AES128-SHA',
+  TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA: 'ECDHE-RSA-AES256-SHA',
+  TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256: 'ECDHE-RSA-AES128-GCM-SHA256',
+  TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256: 'ECDHE-ECDSA-AES128-GCM-SHA256',
+  TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384: 'ECDHE-RSA-AES256-GCM-SHA384',
+  TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384: 'ECDHE-ECDSA-AES256-GCM-SHA384',
+  TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305: 'ECDHE-RSA-CHACHA20-POLY1305',
+  TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256: 'ECDHE-RSA-CHACHA20-POLY1305',
+  TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305: 'ECDHE-ECDSA-CHACHA20-POLY1305',
+  TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256: 'ECDHE-ECDSA-CHACHA20-POLY1305',
+  // TLS 1.3's suites: Go does not let them be chosen (always on), so naming them changes nothing.
+  TLS_AES_128_GCM_SHA256: 'TLS_AES_128_GCM_SHA256',
+  TLS_AES_256_GCM_SHA384: 'TLS_AES_256_GCM_SHA384',
+  TLS_CHACHA20_POLY1305_SHA256: 'TLS_CHACHA20_POLY1305_SHA256',
+};
+
 /** The fields a configuration file set (the rest keep kubelet's defaults or come from flags). */
 export type KubeletConfigFile = Partial<KubeletConfiguration> & { source: string };
 
@@ -56,7 +113,16 @@ export function defaultKubeletConfiguration(): KubeletConfiguration {
     runtimeRequestTimeoutMs: 120_000,
     containerRuntimeEndpoint: 'unix:///run/containerd/containerd.sock',
     podCIDR: '',
+    address: '0.0.0.0',
     port: 10250,
+    tlsCertFile: '',
+    tlsPrivateKeyFile: '',
+    tlsMinVersion: '',
+    tlsCipherSuites: [],
+    // v1beta1's defaults (secure, unlike the bare flags'): no anonymous requests, tokens and authorization through the
+    // API server (the agent falls back to x509 only and AlwaysAllow when it has none).
+    authentication: { x509: { clientCAFile: '' }, webhook: { enabled: true, cacheTTLMs: 2 * 60_000 }, anonymous: { enabled: false } },
+    authorization: { mode: 'Webhook', webhook: { cacheAuthorizedTTLMs: 5 * 60_000, cacheUnauthorizedTTLMs: 30_000 } },
     maxPods: 110,
     kubeAPIQPS: 50,
     kubeAPIBurst: 100,
@@ -78,9 +144,8 @@ export function defaultKubeletConfiguration(): KubeletConfiguration {
 // Fields of kubelet's v1beta1 KubeletConfiguration that nodelet knows but does not implement: naming one is an
 // error that says so, rather than a setting silently ignored.
 const unsupportedKubeletFields = new Set([
-  'enableServer', 'httpCheckFrequency', 'staticPodURL', 'staticPodURLHeader', 'address', 'readOnlyPort', 'tlsCertFile',
-  'tlsPrivateKeyFile', 'tlsCipherSuites', 'tlsMinVersion', 'serverTLSBootstrap', 'authentication',
-  'authorization', 'registryPullQPS', 'registryBurst', 'imagePullCredentialsVerificationPolicy',
+  'enableServer', 'httpCheckFrequency', 'staticPodURL', 'staticPodURLHeader', 'readOnlyPort',
+  'serverTLSBootstrap', 'registryPullQPS', 'registryBurst', 'imagePullCredentialsVerificationPolicy',
   'preloadedImagesVerificationAllowlist', 'eventRecordQPS', 'eventBurst', 'enableDebuggingHandlers',
   'enableContentionProfiling', 'healthzPort', 'healthzBindAddress', 'oomScoreAdj', 'clusterDomain', 'clusterDNS',
   'streamingConnectionIdleTimeout', 'imageMinimumGCAge', 'imageMaximumGCAge', 'imageGCHighThresholdPercent',
@@ -200,6 +265,69 @@ class FieldReader {
     return out;
   }
 
+  /** A mapping whose keys are all among `known`. */
+  record(field: string, value: unknown, known: string[]): Record<string, unknown> {
+    if (!isRecord(value)) return this.fail(field, 'must be a mapping');
+    for (const key of Object.keys(value)) if (!known.includes(key)) this.fail(`${field}.${key}`, 'unknown field');
+    return value;
+  }
+
+  authentication(field: string, value: unknown, base: KubeletAuthentication): KubeletAuthentication {
+    const raw = this.record(field, value, ['x509', 'webhook', 'anonymous']);
+    const out = structuredClone(base);
+    if (raw.x509 !== undefined) {
+      const x509 = this.record(`${field}.x509`, raw.x509, ['clientCAFile']);
+      if (x509.clientCAFile !== undefined) out.x509.clientCAFile = this.string(`${field}.x509.clientCAFile`, x509.clientCAFile);
+    }
+    if (raw.webhook !== undefined) {
+      const webhook = this.record(`${field}.webhook`, raw.webhook, ['enabled', 'cacheTTL']);
+      if (webhook.enabled !== undefined) out.webhook.enabled = this.bool(`${field}.webhook.enabled`, webhook.enabled);
+      if (webhook.cacheTTL !== undefined) out.webhook.cacheTTLMs = this.duration(`${field}.webhook.cacheTTL`, webhook.cacheTTL, false);
+    }
+    if (raw.anonymous !== undefined) {
+      const anonymous = this.record(`${field}.anonymous`, raw.anonymous, ['enabled']);
+      if (anonymous.enabled !== undefined) out.anonymous.enabled = this.bool(`${field}.anonymous.enabled`, anonymous.enabled);
+    }
+    return out;
+  }
+
+  authorization(field: string, value: unknown, base: KubeletAuthorization): KubeletAuthorization {
+    const raw = this.record(field, value, ['mode', 'webhook']);
+    const out = structuredClone(base);
+    if (raw.mode !== undefined) out.mode = this.authorizationMode(`${field}.mode`, raw.mode);
+    if (raw.webhook !== undefined) {
+      const webhook = this.record(`${field}.webhook`, raw.webhook, ['cacheAuthorizedTTL', 'cacheUnauthorizedTTL']);
+      if (webhook.cacheAuthorizedTTL !== undefined) {
+        out.webhook.cacheAuthorizedTTLMs = this.duration(`${field}.webhook.cacheAuthorizedTTL`, webhook.cacheAuthorizedTTL, false);
+      }
+      if (webhook.cacheUnauthorizedTTL !== undefined) {
+        out.webhook.cacheUnauthorizedTTLMs = this.duration(`${field}.webhook.cacheUnauthorizedTTL`, webhook.cacheUnauthorizedTTL, false);
+      }
+    }
+    return out;
+  }
+
+  authorizationMode(field: string, value: unknown): KubeletAuthorizationMode {
+    const mode = this.string(field, value);
+    if (mode !== 'AlwaysAllow' && mode !== 'Webhook') this.fail(field, `must be AlwaysAllow or Webhook, not "${mode}"`);
+    return mode;
+  }
+
+  tlsMinVersion(field: string, value: unknown): string {
+    const version = this.string(field, value);
+    if (version !== '' && !(version in tlsVersions)) this.fail(field, `must be one of ${Object.keys(tlsVersions).join(', ')}, not "${version}"`);
+    return version;
+  }
+
+  tlsCipherSuites(field: string, value: unknown): string[] {
+    const list = Array.isArray(value) ? value : typeof value === 'string' ? value.split(',').filter(Boolean) : this.fail(field, 'must be a list of cipher suite names');
+    return list.map((raw, i) => {
+      const name = this.string(`${field}[${i}]`, raw).trim();
+      if (!(name in tlsCipherSuiteNames)) this.fail(`${field}[${i}]`, `unknown or insecure cipher suite "${name}"`);
+      return name;
+    });
+  }
+
   taints(field: string, value: unknown): V1Taint[] {
     if (!Array.isArray(value)) return this.fail(field, 'must be a list of taints');
     return value.map((raw, i) => {
@@ -243,7 +371,25 @@ export function parseKubeletConfiguration(text: string, source: string): Kubelet
       case 'containerRuntimeEndpoint':
       case 'podCIDR':
       case 'providerID':
+      case 'tlsCertFile':
+      case 'tlsPrivateKeyFile':
         out[field] = r.string(field, value);
+        break;
+      case 'address':
+        out.address = r.string(field, value);
+        if (isIP(out.address) === 0) r.fail(field, `must be an IP address, not "${out.address}"`);
+        break;
+      case 'tlsMinVersion':
+        out.tlsMinVersion = r.tlsMinVersion(field, value);
+        break;
+      case 'tlsCipherSuites':
+        out.tlsCipherSuites = r.tlsCipherSuites(field, value);
+        break;
+      case 'authentication':
+        out.authentication = r.authentication(field, value, defaultKubeletConfiguration().authentication);
+        break;
+      case 'authorization':
+        out.authorization = r.authorization(field, value, defaultKubeletConfiguration().authorization);
         break;
       case 'syncFrequency':
       case 'fileCheckFrequency':
@@ -344,5 +490,41 @@ export function resolveKubeletConfiguration(
     if ('duration' in entry) config[entry.field] = parseGoDuration(value);
     else config[entry.field] = value;
   }
+  applyServerFlags(config, flags, explicit);
   return config;
+}
+
+/** The kubelet API's flags (kubelet's names), given on the command line, over the file: each checked as its field is. */
+function applyServerFlags(config: KubeletConfiguration, flags: ReadonlyMap<string, string>, explicit: ReadonlySet<string>): void {
+  const given = (flag: string) => (explicit.has(flag) ? flags.get(flag) : undefined);
+  const r = new FieldReader('command line');
+  const bool = (flag: string, value: string) => {
+    if (value !== 'true' && value !== 'false') r.fail(`--${flag}`, `must be true or false, not "${value}"`);
+    return value === 'true';
+  };
+  let value: string | undefined;
+  if ((value = given('address')) !== undefined) {
+    if (isIP(value) === 0) r.fail('--address', `must be an IP address, not "${value}"`);
+    config.address = value;
+  }
+  if ((value = given('port')) !== undefined) {
+    const port = Number(value);
+    if (!Number.isInteger(port) || port < 1 || port > 65535) r.fail('--port', `must be a port number (1-65535), not ${value}`);
+    config.port = port;
+  }
+  if ((value = given('tls-cert-file')) !== undefined) config.tlsCertFile = value;
+  if ((value = given('tls-private-key-file')) !== undefined) config.tlsPrivateKeyFile = value;
+  if ((value = given('tls-min-version')) !== undefined) config.tlsMinVersion = r.tlsMinVersion('--tls-min-version', value);
+  if ((value = given('tls-cipher-suites')) !== undefined) config.tlsCipherSuites = r.tlsCipherSuites('--tls-cipher-suites', value);
+  if ((value = given('client-ca-file')) !== undefined) config.authentication.x509.clientCAFile = value;
+  if ((value = given('anonymous-auth')) !== undefined) config.authentication.anonymous.enabled = bool('anonymous-auth', value);
+  if ((value = given('authentication-token-webhook')) !== undefined) config.authentication.webhook.enabled = bool('authentication-token-webhook', value);
+  if ((value = given('authentication-token-webhook-cache-ttl')) !== undefined) config.authentication.webhook.cacheTTLMs = parseGoDuration(value);
+  if ((value = given('authorization-mode')) !== undefined) config.authorization.mode = r.authorizationMode('--authorization-mode', value);
+  if ((value = given('authorization-webhook-cache-authorized-ttl')) !== undefined) {
+    config.authorization.webhook.cacheAuthorizedTTLMs = parseGoDuration(value);
+  }
+  if ((value = given('authorization-webhook-cache-unauthorized-ttl')) !== undefined) {
+    config.authorization.webhook.cacheUnauthorizedTTLMs = parseGoDuration(value);
+  }
 }

@@ -24,6 +24,8 @@ import type {
   PodSandboxStatus,
   RuntimeService,
   RuntimeStatus,
+  StreamingService,
+  StreamOptions,
   VersionInfo,
 } from './types.js';
 
@@ -83,7 +85,7 @@ export function grpcTarget(endpoint: string): string {
   throw new CriError('InvalidArgument', 'Connect', `unsupported CRI endpoint "${endpoint}": expected unix:///path or /path`);
 }
 
-export class CriClient implements RuntimeService, ImageService {
+export class CriClient implements RuntimeService, ImageService, StreamingService {
   readonly target: string;
   private readonly timeouts: Required<CriClientOptions>;
   private grpc: Client | undefined;
@@ -282,6 +284,23 @@ export class CriClient implements RuntimeService, ImageService {
       opts,
     );
     return { stdout: r.stdout, stderr: r.stderr, exitCode: r.exitCode };
+  }
+
+  // ---- streaming (URLs on the runtime's streaming server) ----
+
+  async exec(containerId: string, cmd: string[], streams: StreamOptions, opts?: CallOptions): Promise<string> {
+    const r = await this.call<{ url: string }>('Exec', { containerId, cmd, ...streams }, this.timeouts.requestTimeoutMs, opts);
+    return r.url;
+  }
+
+  async attach(containerId: string, streams: StreamOptions, opts?: CallOptions): Promise<string> {
+    const r = await this.call<{ url: string }>('Attach', { containerId, ...streams }, this.timeouts.requestTimeoutMs, opts);
+    return r.url;
+  }
+
+  async portForward(podSandboxId: string, ports: number[], opts?: CallOptions): Promise<string> {
+    const r = await this.call<{ url: string }>('PortForward', { podSandboxId, port: ports }, this.timeouts.requestTimeoutMs, opts);
+    return r.url;
   }
 
   // ---- ImageService ----

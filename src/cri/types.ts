@@ -294,6 +294,25 @@ export interface RuntimeService {
   execSync(containerId: string, cmd: string[], timeoutSeconds: number, opts?: CallOptions): Promise<ExecSyncResult>;
 }
 
+/** What an interactive session streams (CRI ExecRequest / AttachRequest); tty merges stderr into stdout. */
+export interface StreamOptions {
+  stdin: boolean;
+  stdout: boolean;
+  stderr: boolean;
+  tty: boolean;
+}
+
+/**
+ * The CRI's streaming calls: each returns the URL of a session on the runtime's own streaming server, which the
+ * client's upgraded connection (SPDY/3.1 or WebSocket) is then handed to.
+ */
+export interface StreamingService {
+  exec(containerId: string, cmd: string[], streams: StreamOptions, opts?: CallOptions): Promise<string>;
+  attach(containerId: string, streams: StreamOptions, opts?: CallOptions): Promise<string>;
+  /** Ports may be empty: the client names them in its streams. */
+  portForward(podSandboxId: string, ports: number[], opts?: CallOptions): Promise<string>;
+}
+
 /** The CRI ImageService as nodelet uses it. */
 export interface ImageService {
   /** Undefined when the image is not present. */

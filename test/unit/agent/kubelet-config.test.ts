@@ -152,3 +152,55 @@ describe('resolveKubeletConfiguration', () => {
     expect(resolveKubeletConfiguration(file, flags, new Set(['sync-frequency'])).syncFrequencyMs).toBe(60_000);
   });
 });
+
+describe('the kubelet API settings', () => {
+  test("v1beta1's secure defaults: anonymous off, webhook authentication and authorization", () => {
+    const d = defaultKubeletConfiguration();
+    expect(d).toMatchObject({ address: '0.0.0.0', port: 10250, tlsCertFile: '', tlsPrivateKeyFile: '', tlsMinVersion: '', tlsCipherSuites: [] });
+    expect(d.authentication).toEqual({ x509: { clientCAFile: '' }, webhook: { enabled: true, cacheTTLMs: 120_000 }, anonymous: { enabled: false } });
+    expect(d.authorization).toEqual({ mode: 'Webhook', webhook: { cacheAuthorizedTTLMs: 300_000, cacheUnauthorizedTTLMs: 30_000 } });
+  });
+
+  test('parses address, TLS, authentication and authorization; a partial section keeps the other defaults', () => {
+    const c = parse(`address: 127.0.0.1
+tlsCertFile: /pki/k.crt
+tlsPrivateKeyFile: /pki/k.key
+tlsMinVersion: VersionTLS13
+tlsCipherSuites: [TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256]
+authentication:
+  x509: {clientCAFile: /pki/ca.crt}
+  webhook: {cacheTTL: 30s}
+authorization:
+  mode: AlwaysAllow
+`);
+    expect(c).toMatchObject({ address: '127.0.0.1', tlsCertFile: '/pki/k.crt', tlsPrivateKeyFile: '/pki/k.key', tlsMinVersion: 'VersionTLS13', tlsCipherSuites: ['TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256'] });
+    expect(c.authentication).toEqual({ x509: { clientCAFile: '/pki/ca.crt' }, webhook: { enabled: true, cacheTTLMs: 30_000 }, anonymous: { enabled: false } });
+    expect(c.authorization).toEqual({ mode: 'AlwaysAllow', webhook: { cacheAuthorizedTTLMs: 300_000, cacheUnauthorizedTTLMs: 30_000 } });
+  });
+
+  test.each([
+    ['address: here', 'address'],
+    ['tlsMinVersion: TLS12', 'tlsMinVersion'],
+    ['tlsCipherSuites: [TLS_RSA_WITH_RC4_128_SHA]', 'tlsCipherSuites[0]'],
+    ['authorization: {mode: RBAC}', 'authorization.mode'],
+    ['authentication: {anonymous: {enabled: yes-please}}', 'authentication.anonymous.enabled'],
+    ['authentication: {oidc: {}}', 'authentication.oidc'],
+  ])('%s is refused naming %s', (body, field) => {
+    expect(() => parse(`${body}\n`)).toThrow(`/etc/nodelet/config.yaml: ${field}:`);
+  });
+
+  test("kubelet's flags over the file", () => {
+    const file = parse('authentication: {anonymous: {enabled: true}}\nport: 10260\n');
+    const flags = new Map([
+      ['port', '10270'], ['client-ca-file', '/ca.crt'], ['anonymous-auth', 'false'], ['authorization-mode', 'AlwaysAllow'],
+      ['authorization-webhook-cache-unauthorized-ttl', '2s'], ['tls-cipher-suites', 'TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_AES_128_GCM_SHA256'],
+    ]);
+    const c = resolveKubeletConfiguration(file, flags, new Set(flags.keys()));
+    expect(c.port).toBe(10270);
+    expect(c.authentication.x509.clientCAFile).toBe('/ca.crt');
+    expect(c.authentication.anonymous.enabled).toBe(false);
+    expect(c.authorization).toEqual({ mode: 'AlwaysAllow', webhook: { cacheAuthorizedTTLMs: 300_000, cacheUnauthorizedTTLMs: 2_000 } });
+    expect(c.tlsCipherSuites).toEqual(['TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256', 'TLS_AES_128_GCM_SHA256']);
+    expect(() => resolveKubeletConfiguration(undefined, new Map([['authorization-mode', 'Node']]), new Set(['authorization-mode']))).toThrow('--authorization-mode');
+  });
+});

@@ -1,0 +1,227 @@
+// The kubelet API (port 10250) against the REAL control plane: kubectl logs, exec, attach, port-forward and cp reach
+// nodelet through kube-apiserver (its kubelet client certificate, nodelet's webhook authentication and authorization, as
+// kubeadm configures a kubelet), and direct HTTPS calls are refused without credentials, with a foreign certificate and
+// with a token that has no rights, and served once the token is bound to system:kubelet-api-admin.
+import { execFile } from 'node:child_process';
+import { readFile, writeFile } from 'node:fs/promises';
+import { request } from 'node:https';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { execa, type ResultPromise } from 'execa';
+import type { V1Pod } from '@kubernetes/client-node';
+import { busybox, httpGet, sleep, waitFor } from '../helpers/agent.js';
+import { freePorts, startRealCluster, type RealCluster } from '../helpers/real-cluster.js';
+
+let cluster: RealCluster;
+let port = 0;
+const running = (p: V1Pod) => p.status?.phase === 'Running' && (p.status.containerStatuses ?? []).every((c) => c.ready);
+const children: ResultPromise[] = [];
+
+beforeAll(async () => {
+  cluster = await startRealCluster();
+  port = (await freePorts(1))[0]!;
+  // As kubeadm sets up a kubelet: the cluster CA verifies client certificates (kube-apiserver's kubelet client), tokens
+  // and authorization go through the API server (nodelet's defaults). A short denied-answer cache keeps the test quick.
+  await cluster.agent.stop();
+  await cluster.agent.start(['--client-ca-file', join(cluster.dir, 'pki', 'ca.crt'), '--port', String(port), '--authorization-webhook-cache-unauthorized-ttl', '2s']);
+  await waitFor('the Node to advertise the kubelet port', async () => {
+    const node = await cluster.node();
+    return node.status?.daemonEndpoints?.kubeletEndpoint?.Port === port ? true : undefined;
+  }, 60_000, 500);
+  await cluster.kubectl.fromFile('create', 'pods.yaml', `
+apiVersion: v1
+kind: Pod
+metadata: {name: logs}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: a
+    image: ${busybox}
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "echo first; echo second; echo third; exec sleep 3600"]
+  - name: b
+    image: ${busybox}
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "echo b-out; echo b-err >&2; exec sleep 3600"]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: restarter}
+spec:
+  terminationGracePeriodSeconds: 1
+  volumes: [{name: data, emptyDir: {}}]
+  containers:
+  - name: main
+    image: ${busybox}
+    imagePullPolicy: IfNotPresent
+    volumeMounts: [{name: data, mountPath: /data}]
+    command: ["sh", "-c", "n=$(cat /data/n 2>/dev/null || echo 0); n=$((n+1)); echo $n > /data/n; echo attempt $n; if [ $n -ge 2 ]; then exec sleep 3600; fi; exit 1"]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: httpd
+    image: ${busybox}
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "mkdir -p /www && echo hello-through-port-forward > /www/index.html && exec httpd -f -p 8080 -h /www"]
+  - name: ticker
+    image: ${busybox}
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "while true; do echo tick; sleep 0.3; done"]
+`);
+  for (const name of ['logs', 'web']) cluster.track(await cluster.kubectl.waitForPod(name, 'running', running, { seen: cluster.uids }));
+  await cluster.kubectl.waitForPod('restarter', 'running again after a restart', (p) => running(p) && (p.status?.containerStatuses?.[0]?.restartCount ?? 0) >= 1, { seen: cluster.uids, timeoutMs: 90_000 });
+}, 300_000);
+
+afterAll(async () => {
+  for (const child of children) child.kill('SIGKILL');
+  await cluster?.stop();
+}, 300_000);
+
+const kubectl = (...args: string[]) => cluster.kubectl.run(...args);
+/** A long-running kubectl (logs -f, attach, port-forward), killed at the end. */
+function spawnKubectl(...args: string[]): ResultPromise & { out: () => string } {
+  const child = execa(join(cluster.binDir, 'kubectl'), ['--kubeconfig', cluster.adminKubeconfig, '--cache-dir', join(cluster.dir, 'kube-cache'), ...args], { reject: false, buffer: false });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  children.push(child);
+  return Object.assign(child, { out: () => out });
+}
+
+describe('kubectl through kube-apiserver', () => {
+  test('logs: plain, -c in a multi-container pod, --tail, --timestamps, --since', async () => {
+    expect(await kubectl('logs', 'logs', '-c', 'a')).toBe('first\nsecond\nthird');
+    expect((await kubectl('logs', 'logs', '-c', 'b')).split('\n').sort()).toEqual(['b-err', 'b-out']);
+    expect(await kubectl('logs', 'logs', '-c', 'a', '--tail=1')).toBe('third');
+    const stamped = (await kubectl('logs', 'logs', '-c', 'a', '--timestamps')).split('\n');
+    expect(stamped).toHaveLength(3);
+    for (const line of stamped) expect(line).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}(Z|[+-]\d\d:\d\d) (first|second|third)$/);
+    expect(await kubectl('logs', 'logs', '-c', 'a', '--since=1h')).toBe('first\nsecond\nthird');
+    await sleep(2_000);
+    expect(await kubectl('logs', 'logs', '-c', 'a', '--since=1s')).toBe('');
+    expect(await kubectl('logs', 'logs', '-c', 'a', '--limit-bytes=8')).toBe('first\nse');
+  });
+
+  test('logs -f sees a new line within a second', async () => {
+    const follow = spawnKubectl('logs', '-f', 'logs', '-c', 'a');
+    await waitFor('the existing lines', async () => (follow.out().includes('third') ? true : undefined), 20_000, 50);
+    const written = Date.now();
+    await kubectl('exec', 'logs', '-c', 'a', '--', 'sh', '-c', 'echo followed-line > /proc/1/fd/1');
+    await waitFor('the new line', async () => (follow.out().includes('followed-line') ? true : undefined), 5_000, 20);
+    // kubectl exec's own round trip is part of it; the line itself must arrive within a second of being written.
+    expect(Date.now() - written).toBeLessThan(4_000);
+    follow.kill('SIGTERM');
+  });
+
+  test('logs --previous after a restart', async () => {
+    expect(await kubectl('logs', 'restarter', '--previous')).toBe('attempt 1');
+    expect(await kubectl('logs', 'restarter')).toBe('attempt 2');
+    const noPrevious = await cluster.kubectl.tryRun('logs', 'logs', '-c', 'a', '--previous');
+    expect(noPrevious.exitCode).not.toBe(0);
+    expect(noPrevious.stderr).toContain('previous terminated container "a" in pod "logs" not found');
+  });
+
+  test('exec: stdin piped, stdout and stderr apart, exit code propagated', async () => {
+    const r = await execa(join(cluster.binDir, 'kubectl'), ['--kubeconfig', cluster.adminKubeconfig, '--cache-dir', join(cluster.dir, 'kube-cache'),
+      'exec', '-i', 'logs', '-c', 'b', '--', 'sh', '-c', 'cat; echo to-stderr >&2; exit 3'], { input: 'from-stdin\n', reject: false, timeout: 60_000 });
+    expect(r.stdout).toBe('from-stdin');
+    expect(r.stderr).toContain('to-stderr');
+    expect(r.stderr).not.toContain('from-stdin');
+    expect(r.exitCode).toBe(3);
+  });
+
+  test('attach streams the running process output', async () => {
+    const attach = spawnKubectl('attach', 'web', '-c', 'ticker');
+    await waitFor('ticks through attach', async () => ((attach.out().match(/tick/g) ?? []).length >= 2 ? true : undefined), 20_000, 50);
+    attach.kill('SIGTERM');
+  });
+
+  test('port-forward carries an HTTP request', async () => {
+    const local = (await freePorts(1))[0]!;
+    const forward = spawnKubectl('port-forward', 'pod/web', `${local}:8080`);
+    await waitFor('port-forward to listen', async () => (forward.out().includes('Forwarding from') ? true : undefined), 20_000, 50);
+    expect(await httpGet(`http://127.0.0.1:${local}/`, 10_000)).toContain('hello-through-port-forward');
+    expect(await httpGet(`http://127.0.0.1:${local}/`, 10_000)).toContain('hello-through-port-forward');
+    forward.kill('SIGTERM');
+  });
+
+  test('cp both ways', async () => {
+    const src = join(cluster.dir, 'work', 'to-pod.txt');
+    await writeFile(src, 'copied into the pod\n');
+    await kubectl('cp', src, 'logs:/tmp/in.txt', '-c', 'b');
+    expect(await kubectl('exec', 'logs', '-c', 'b', '--', 'cat', '/tmp/in.txt')).toBe('copied into the pod');
+    const back = join(cluster.dir, 'work', 'from-pod.txt');
+    await kubectl('cp', 'logs:/tmp/in.txt', back, '-c', 'b');
+    expect(await readFile(back, 'utf8')).toBe('copied into the pod\n');
+  });
+});
+
+interface Answer {
+  status: number;
+  body: string;
+}
+
+/** A request straight to nodelet's port 10250-equivalent over HTTPS. */
+function kubeletGet(path: string, opts: { token?: string; cert?: string; key?: string; method?: string } = {}): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = request({
+      host: '127.0.0.1', port, path, method: opts.method ?? 'GET', rejectUnauthorized: false,
+      ...(opts.cert ? { cert: opts.cert, key: opts.key } : {}),
+      headers: opts.token ? { Authorization: `Bearer ${opts.token}` } : {},
+      timeout: 10_000,
+    }, (res) => {
+      let body = '';
+      res.on('data', (d: Buffer) => (body += d.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('straight to the kubelet port over HTTPS', () => {
+  test('no credentials: 401', async () => {
+    expect(await kubeletGet('/pods')).toEqual({ status: 401, body: 'Unauthorized' });
+  });
+
+  test('a client certificate of another CA: 401', async () => {
+    const dir = join(cluster.dir, 'work');
+    await promisify(execFile)('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-keyout', join(dir, 'other.key'),
+      '-out', join(dir, 'other.crt'), '-subj', '/CN=kube-apiserver-kubelet-client/O=system:masters']);
+    const answer = await kubeletGet('/pods', { cert: await readFile(join(dir, 'other.crt'), 'utf8'), key: await readFile(join(dir, 'other.key'), 'utf8') });
+    expect(answer.status).toBe(401);
+  });
+
+  test('a ServiceAccount token: 403 without rights, 200 once bound to system:kubelet-api-admin', async () => {
+    await kubectl('create', 'serviceaccount', 'probe-user');
+    const token = (await kubectl('create', 'token', 'probe-user')).trim();
+    const denied = await kubeletGet('/pods', { token });
+    expect(denied).toEqual({ status: 403, body: 'Forbidden (user=system:serviceaccount:default:probe-user, verb=get, resource=nodes, subresource=proxy)' });
+    expect((await kubeletGet('/containerLogs/default/logs/a', { token })).body).toContain('subresource=proxy');
+    expect((await kubeletGet('/stats/summary', { token })).body).toContain('subresource=stats');
+    await kubectl('create', 'clusterrolebinding', 'probe-user-kubelet', '--clusterrole=system:kubelet-api-admin', '--serviceaccount=default:probe-user');
+    // The denied answer is cached for --authorization-webhook-cache-unauthorized-ttl (2s here).
+    await sleep(2_500);
+    const allowed = await kubeletGet('/pods', { token });
+    expect(allowed.status).toBe(200);
+    const list = JSON.parse(allowed.body) as { kind: string; items: V1Pod[] };
+    expect(list.kind).toBe('PodList');
+    expect(list.items.map((p) => p.metadata?.name).sort()).toEqual(expect.arrayContaining(['logs', 'restarter', 'web']));
+    // Bad input, with rights: 404 for an unknown path, pod or container, 400/422 for a malformed or invalid query value.
+    expect((await kubeletGet('/nonexistent', { token })).status).toBe(404);
+    expect(await kubeletGet('/containerLogs/default/nope/a', { token })).toEqual({ status: 404, body: 'pod "nope" does not exist' });
+    expect(await kubeletGet('/containerLogs/default/logs/zz', { token })).toEqual({ status: 404, body: 'container "zz" not found in pod "logs"' });
+    const bad = await kubeletGet('/containerLogs/default/logs/a?tailLines=abc', { token });
+    expect(bad.status).toBe(400);
+    expect(bad.body).toContain('tailLines');
+    // The last line of container a's log ("followed-line" came from the logs -f test).
+    expect((await kubeletGet('/containerLogs/default/logs/a?tailLines=1', { token })).body).toBe('followed-line\n');
+    expect(await kubeletGet('/healthz', { token })).toEqual({ status: 200, body: 'ok' });
+    expect((await kubeletGet('/configz', { token })).body).toContain(`"port":${port}`);
+    expect(await kubeletGet(`/run/default/logs/b?cmd=echo+run-output`, { token, method: 'POST' })).toEqual({ status: 200, body: 'run-output\n' });
+  });
+});
