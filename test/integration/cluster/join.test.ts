@@ -304,7 +304,9 @@ test('a denied CSR fails the bootstrap naming it, and writes no kubeconfig or ce
       return pending[0];
     }, 60_000, 300).catch((err: Error) => { throw new Error(`${err.message}\n${output.split('\n').slice(-10).join('\n')}`); });
     await kubectl.run('certificate', 'deny', csr.metadata.name);
-    const code = await Promise.race([exited, new Promise((r) => setTimeout(() => r('still running'), 30_000))]);
+    let timer: NodeJS.Timeout | undefined;
+    const code = await Promise.race([exited, new Promise((r) => (timer = setTimeout(() => r('still running'), 30_000)))]);
+    clearTimeout(timer);
     if (code === 'still running') child.kill('SIGKILL');
     expect(code).toBe(1);
     expect(output).toContain(`certificate signing request ${csr.metadata.name} is denied`);
