@@ -7,6 +7,8 @@ export class AgentConfigError extends Error {}
 export interface AgentConfig {
   /** kubeconfig of the API server (cluster mode); '' runs standalone. */
   kubeconfig: string;
+  /** kubeconfig with a bootstrap token for the TLS bootstrap of --kubeconfig's client certificate; '' for none. */
+  bootstrapKubeconfig: string;
   /** KubeletConfiguration file (--config); '' for none. */
   configFile: string;
   podManifestPath: string;
@@ -22,7 +24,7 @@ export interface AgentConfig {
   /** The nodelet-spawn helper's path; '' starts programs with child_process. */
   spawnHelper: string;
   podLogsDir: string;
-  /** --cert-dir: the kubelet API's self-signed serving certificate (default <root-dir>/pki). */
+  /** --cert-dir (default <root-dir>/pki): the kubelet API's self-signed serving certificate, and the client certificates (kubelet-client-current.pem). */
   certDir: string;
   runtimeRequestTimeoutMs: number;
   syncFrequencyMs: number;

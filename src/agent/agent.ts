@@ -139,7 +139,7 @@ export class Agent {
     const allocatable = async () => nodeAllocatable(nodeCapacity(await readMachineInfo(config.rootDir), config.kubelet.maxPods), config.kubelet);
     // Cluster mode's modules load only with --kubeconfig: standalone keeps their memory.
     const cluster = config.kubeconfig
-      ? await (await import('./cluster-mode.js')).ClusterMode.create({ config, nodeName: node, nodeIP, runtime, podNetwork, allocatable, log })
+      ? await (await import('./cluster-mode.js')).ClusterMode.create({ config, nodeName: node, nodeIP, runtime, podNetwork, allocatable, log, signal })
       : undefined;
     let runtimeName = 'containerd';
     const observer = new RuntimeObserver(runtime, podNetwork, hostFilesystem);

@@ -8,7 +8,9 @@ import type { CriClient } from '../cri/client.js';
 import { NodeHeartbeats } from './node-heartbeats.js';
 import { KubeClient } from '../kubeapi/client.js';
 import { ApiEventRecorder } from '../controllers/event-recorder.js';
-import { loadKubeconfig } from '../kubeapi/kubeconfig.js';
+import { loadKubeconfig, type ApiServerConnection } from '../kubeapi/kubeconfig.js';
+import type { ClientCertificateRotation } from '../bootstrap/rotation.js';
+import { systemClock } from '../core/clock.js';
 import { MirrorPodManager } from '../controllers/mirror-pods.js';
 import { ClusterObjectSource } from '../controllers/object-managers.js';
 import { Reflector } from '../kubeapi/reflector.js';
@@ -40,6 +42,8 @@ export interface ClusterModeDeps {
   /** This machine's allocatable under the configured reservations. */
   allocatable: () => Promise<NodeResources>;
   log: Logger;
+  /** Ends a TLS bootstrap that waits for its certificate. */
+  signal?: AbortSignal;
 }
 
 /** Cluster mode's settings from the agent's configuration. */
@@ -80,6 +84,8 @@ export class ClusterMode {
   private podConfig?: PodConfig;
   /** The Node's registration and status, and its Lease. */
   private readonly heartbeats: NodeHeartbeats;
+  /** rotateCertificates: renews the kubeconfig's client certificate while the agent runs. */
+  private rotation?: ClientCertificateRotation;
 
   private constructor(
     readonly client: KubeClient,
@@ -127,11 +133,27 @@ export class ClusterMode {
   static async create(deps: ClusterModeDeps): Promise<ClusterMode> {
     const { config, nodeName, log } = deps;
     const opts = clusterModeOptions(config, nodeName, log);
+    if (config.bootstrapKubeconfig) {
+      const { loadClientCertificate } = await import('../bootstrap/tls-bootstrap.js');
+      await loadClientCertificate({
+        kubeconfig: config.kubeconfig,
+        bootstrapKubeconfig: config.bootstrapKubeconfig,
+        certDir: config.certDir,
+        nodeName,
+        clock: systemClock,
+        log,
+        signal: deps.signal ?? new AbortController().signal,
+      });
+    }
     const conn = await loadKubeconfig(opts.kubeconfig);
-    const client = new KubeClient(conn, { qps: opts.kubeAPIQPS ?? 50, burst: opts.kubeAPIBurst ?? 100, userAgent: `nodelet/${opts.nodeName}` });
+    const rotation = config.kubelet.rotateCertificates ? await clientCertificateRotation(conn, config, nodeName, log) : undefined;
+    const clientCertificate = rotation ? { clientCertificate: rotation } : {};
+    const client = new KubeClient(conn, { qps: opts.kubeAPIQPS ?? 50, burst: opts.kubeAPIBurst ?? 100, userAgent: `nodelet/${opts.nodeName}`, ...clientCertificate });
     // kubelet's eventRecordQPS and eventBurst defaults.
-    const eventClient = new KubeClient(conn, { qps: 50, burst: 100, userAgent: `nodelet/${opts.nodeName}` });
-    return new ClusterMode(client, eventClient, opts, await localNode(opts, await deps.allocatable()), deps);
+    const eventClient = new KubeClient(conn, { qps: 50, burst: 100, userAgent: `nodelet/${opts.nodeName}`, ...clientCertificate });
+    const mode = new ClusterMode(client, eventClient, opts, await localNode(opts, await deps.allocatable()), deps);
+    mode.rotation = rotation;
+    return mode;
   }
 
   /** The node as admission sees it: the registered Node; one registered without allocatable yet (its status comes with the first status update) counts the local one. */
@@ -148,7 +170,7 @@ export class ClusterMode {
     this.objects.onPodsChanged = (uids) => workers.wakePods(uids);
     const { log, nodeName } = this.opts;
     const api = new ApiPodSource({ client: this.client, nodeName, log, onPods: (pods, mirrorPods) => podConfig.setApiPods(pods, mirrorPods) });
-    const tasks = [api.run(signal), this.nodeReflector.run(signal), this.heartbeats.run(signal), this.services.run(signal)];
+    const tasks = [api.run(signal), this.nodeReflector.run(signal), this.heartbeats.run(signal), this.services.run(signal), this.rotation?.run(this.client, signal)];
     log.info({ server: this.client.server, node: nodeName }, 'Cluster mode: watching the pods bound to this node');
     this.events.nodeEvent('Normal', 'Starting', 'Starting kubelet.');
     try {
@@ -161,5 +183,27 @@ export class ClusterMode {
       this.client.close();
       this.eventClient.close();
     }
+  }
+}
+
+/**
+ * The rotation of the kubeconfig's client certificate into --cert-dir (kubelet's client certificate manager), or
+ * undefined when the kubeconfig authenticates otherwise (a token) or its certificate cannot be read.
+ */
+async function clientCertificateRotation(conn: ApiServerConnection, config: AgentConfig, nodeName: string, log: Logger): Promise<ClientCertificateRotation | undefined> {
+  if (!conn.cert || !conn.key) return undefined;
+  const { ClientCertificateRotation } = await import('../bootstrap/rotation.js');
+  const { CertificateStore } = await import('../bootstrap/cert-store.js');
+  const store = new CertificateStore(config.certDir);
+  // As client-go's file store: the store's current pair, when valid, wins over the kubeconfig's (a kubeconfig that names
+  // other files keeps naming the pair rotation replaced).
+  const stored = await store.current().catch(() => undefined);
+  const now = systemClock.now();
+  const initial = stored && stored.notBefore <= now && now < stored.notAfter ? { cert: Buffer.from(stored.certPem), key: Buffer.from(stored.keyPem) } : { cert: conn.cert, key: conn.key };
+  try {
+    return new ClientCertificateRotation({ store, initial, nodeName, clock: systemClock, log });
+  } catch (err) {
+    log.warn({ err, kubeconfig: conn.source }, 'Client certificate rotation is off: the kubeconfig\'s client certificate cannot be read');
+    return undefined;
   }
 }

@@ -67,6 +67,8 @@ export interface KubeletConfiguration {
   /** kubelet's healthz HTTP server (GET /healthz: ok); port 0 disables it. */
   healthzBindAddress: string;
   healthzPort: number;
+  /** Rotate the client certificate before it expires (kubelet's default is false; kubeadm and kind write true, nodelet defaults to true). */
+  rotateCertificates: boolean;
 }
 
 /** KubeletConfiguration `authentication`: who a request to the kubelet API comes from. */
@@ -170,6 +172,7 @@ export function defaultKubeletConfiguration(): KubeletConfiguration {
     imageGCLowThresholdPercent: 80,
     healthzBindAddress: '127.0.0.1',
     healthzPort: 10248,
+    rotateCertificates: true,
   };
 }
 
@@ -275,16 +278,9 @@ const ignoredFields: Record<string, IgnoredField> = {
   imageServiceEndpoint: { kind: 'string' },
   failCgroupV1: { kind: 'bool', default: false },
   userNamespaces: { kind: 'object' },
-};
-
-// ---- Fields owned by other branches (merge point) --------------------------------------------------------------------
-// Certificate rotation / TLS bootstrap (rotateCertificates, serverTLSBootstrap) are implemented on the join branch.
-// Here they are known fields: type-checked, accepted without a warning, not used. That branch replaces this entry.
-const otherBranchFields: Record<string, IgnoredField> = {
-  rotateCertificates: { kind: 'bool', default: false },
+  // The 10250 serving certificate from a kubernetes.io/kubelet-serving CSR: nodelet serves a self-signed or given one.
   serverTLSBootstrap: { kind: 'bool', default: false },
 };
-// ----------------------------------------------------------------------------------------------------------------------
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
@@ -655,6 +651,9 @@ export function parseKubeletConfiguration(text: string, source: string): Kubelet
       case 'failSwapOn':
         out[field] = r.bool(field, value);
         break;
+      case 'rotateCertificates':
+        out.rotateCertificates = r.bool(field, value);
+        break;
       case 'registerWithTaints':
         out.registerWithTaints = r.taints(field, value);
         break;
@@ -690,10 +689,10 @@ export function parseKubeletConfiguration(text: string, source: string): Kubelet
         out.healthzPort = r.int(field, value, 0, 65535);
         break;
       default: {
-        const spec = ignoredFields[field] ?? otherBranchFields[field];
+        const spec = ignoredFields[field];
         if (!spec) {
           warn(field, "unknown field (not a KubeletConfiguration v1beta1 field); ignored, as kubelet's lenient decoding of v1beta1 ignores it");
-        } else if (!r.ignored(field, value, spec) && field in ignoredFields) {
+        } else if (!r.ignored(field, value, spec)) {
           warn(field, `${JSON.stringify(value)} is not honoured: nodelet does not implement this kubelet setting; ignored`);
         }
       }

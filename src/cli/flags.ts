@@ -18,6 +18,7 @@ export const packageRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../
 
 export const agentFlags: FlagSpec[] = [
   { name: 'kubeconfig', kind: 'string', default: '', help: 'kubeconfig of the API server to join as a node (cluster mode); without it nodelet runs standalone' },
+  { name: 'bootstrap-kubeconfig', kind: 'string', default: '', help: 'kubeconfig with a bootstrap token: when --kubeconfig is missing or its certificate expired, a client certificate is requested with it (TLS bootstrap)' },
   { name: 'config', kind: 'string', default: '', help: 'KubeletConfiguration file (kubelet.config.k8s.io/v1beta1)' },
   { name: 'pod-manifest-path', kind: 'string', default: '', help: 'Directory of static pod manifests (YAML or JSON) to run' },
   { name: 'container-runtime-endpoint', kind: 'string', default: 'unix:///run/containerd/containerd.sock', help: 'CRI endpoint of the container runtime' },
@@ -39,7 +40,7 @@ export const agentFlags: FlagSpec[] = [
   { name: 'port', kind: 'int', default: '10250', help: 'Port of the kubelet API (reported in Node.status.daemonEndpoints)' },
   { name: 'tls-cert-file', kind: 'string', default: '', help: "The kubelet API's serving certificate (PEM, with its chain); without it a self-signed one is generated in --cert-dir" },
   { name: 'tls-private-key-file', kind: 'string', default: '', help: 'The private key of --tls-cert-file' },
-  { name: 'cert-dir', kind: 'string', default: '', help: 'Where the self-signed serving certificate is kept (kubelet.crt, kubelet.key; default <root-dir>/pki)' },
+  { name: 'cert-dir', kind: 'string', default: '', help: 'Where the self-signed serving certificate (kubelet.crt, kubelet.key) and the client certificates (kubelet-client-current.pem) are kept; default <root-dir>/pki' },
   { name: 'tls-min-version', kind: 'string', default: '', help: 'Minimum TLS version: VersionTLS10, VersionTLS11, VersionTLS12 or VersionTLS13' },
   { name: 'tls-cipher-suites', kind: 'string', default: '', help: "Comma-separated TLS 1.2 cipher suites (Go's names); default Node's" },
   { name: 'client-ca-file', kind: 'string', default: '', help: 'CA bundle that verifies client certificates of kubelet API callers (user = CN, groups = O)' },

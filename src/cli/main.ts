@@ -5,7 +5,8 @@ import type { AgentConfig } from '../agent/agent-config.js';
 import { KubeletConfigError, loadKubeletConfiguration, resolveKubeletConfiguration, type KubeletConfiguration } from '../agent/kubelet-config.js';
 import { fetchPods, watchPods } from '../agent/status-api.js';
 import { KubeconfigError } from '../kubeapi/kubeconfig.js';
-import { configureLogger, type LogFormat } from '../core/log.js';
+import { configureLogger, type LogFormat, type Logger } from '../core/log.js';
+import { joinFlags, joinUsage } from './join-flags.js';
 import { agentFlags, flagUsage, FlagError, parseFlags, type FlagSpec } from './flags.js';
 import { parseGoDuration } from '../core/duration.js';
 import { formatPodJson, formatPodTable, PodWatchPrinter } from './print-pods.js';
@@ -24,9 +25,13 @@ Usage:
   nodelet --pod-manifest-path DIR --container-runtime-endpoint unix:///PATH [flags]
   nodelet --kubeconfig FILE [--hostname-override NAME] [--node-ip IP] [--config FILE] [flags]
   nodelet pods [-o wide|json] [-w] [--root-dir DIR]
+  ${joinUsage}
 
 Agent flags:
 ${flagUsage(agentFlags)}
+
+Join flags (kubeadm join's; agent flags are passed on to the agent join starts):
+${flagUsage(joinFlags)}
 `;
 
 function verbosityLevel(v: number): string {
@@ -39,6 +44,7 @@ function agentConfig(values: Map<string, string>, kubelet: KubeletConfiguration)
   return {
     kubeconfig: get('kubeconfig'),
     configFile: get('config'),
+    bootstrapKubeconfig: get('bootstrap-kubeconfig'),
     podManifestPath: kubelet.staticPodPath,
     runtimeEndpoint: kubelet.containerRuntimeEndpoint,
     rootDir: get('root-dir'),
@@ -60,12 +66,15 @@ function agentConfig(values: Map<string, string>, kubelet: KubeletConfiguration)
   };
 }
 
-async function runAgent(argv: string[]): Promise<number> {
-  const { values, positional, explicit } = parseFlags(argv, agentFlags);
-  if (positional.length > 0) throw new FlagError(`unexpected argument: ${positional[0]}`);
+/** The logger the agent's --logging-format and --v ask for. */
+function agentLogger(values: Map<string, string>): Logger {
   const format = values.get('logging-format') as LogFormat | '';
   if (format && format !== 'json' && format !== 'text') throw new FlagError(`invalid --logging-format "${format}": use json or text`);
-  const log = configureLogger({ ...(format ? { format } : {}), level: verbosityLevel(Number(values.get('v'))) });
+  return configureLogger({ ...(format ? { format } : {}), level: verbosityLevel(Number(values.get('v'))) });
+}
+
+/** An AbortSignal that SIGINT or SIGTERM aborts. */
+function shutdownSignal(log: Logger): AbortSignal {
   const controller = new AbortController();
   for (const sig of ['SIGINT', 'SIGTERM'] as const) {
     process.once(sig, () => {
@@ -73,13 +82,37 @@ async function runAgent(argv: string[]): Promise<number> {
       controller.abort();
     });
   }
+  return controller.signal;
+}
+
+/** `nodelet join`: joins the cluster, then runs the agent with what it wrote. */
+async function joinAndRun(argv: string[]): Promise<number> {
+  const log = agentLogger(parseFlags(argv, [...joinFlags, ...agentFlags]).values);
+  const signal = shutdownSignal(log);
+  let agentArgv: string[];
+  try {
+    // Loaded only for a join: the agent does not carry discovery and bootstrap code it never runs.
+    agentArgv = await (await import('./join.js')).joinCluster(argv, log, signal);
+  } catch (err) {
+    if (err instanceof FlagError) throw err;
+    log.fatal(`nodelet join failed: ${(err as Error).message}`);
+    return err instanceof Error && err.name === 'BootstrapInputError' ? 2 : 1;
+  }
+  return runAgent(agentArgv, { log, signal });
+}
+
+async function runAgent(argv: string[], started?: { log: Logger; signal: AbortSignal }): Promise<number> {
+  const { values, positional, explicit } = parseFlags(argv, agentFlags);
+  if (positional.length > 0) throw new FlagError(`unexpected argument: ${positional[0]}`);
+  const log = started?.log ?? agentLogger(values);
+  const signal = started?.signal ?? shutdownSignal(log);
   try {
     const configFile = values.get('config');
     const file = configFile ? await loadKubeletConfiguration(configFile) : undefined;
     // Fields accepted but not honoured: one warning each, naming the field (as kubelet logs its lenient decoding).
     for (const warning of file?.warnings ?? []) log.warn(warning);
     const kubelet = resolveKubeletConfiguration(file, values, explicit);
-    await new Agent(agentConfig(values, kubelet), log).run(controller.signal);
+    await new Agent(agentConfig(values, kubelet), log).run(signal);
     return 0;
   } catch (err) {
     if (err instanceof AgentConfigError || err instanceof KubeconfigError || err instanceof KubeletConfigError) {
@@ -127,6 +160,7 @@ async function main(argv: string[]): Promise<number> {
   }
   try {
     if (argv[0] === 'pods') return await listPods(argv.slice(1));
+    if (argv[0] === 'join') return await joinAndRun(argv.slice(1));
     return await runAgent(argv);
   } catch (err) {
     if (err instanceof FlagError) {

@@ -66,6 +66,16 @@ export interface KubeClientOptions {
   qps?: number;
   burst?: number;
   userAgent?: string;
+  /**
+   * The client certificate and key, when they rotate (kubelet's certificate manager): read for every request; when the
+   * pair changed, the connections made with the old one are closed and new ones present the new pair.
+   */
+  clientCertificate?: ClientCertificateSource;
+}
+
+/** The client certificate in use now (PEM), for a client whose certificate is rotated while it runs. */
+export interface ClientCertificateSource {
+  current(): { cert: Buffer; key: Buffer };
 }
 
 function statusOf(body: string): V1Status | undefined {
@@ -85,7 +95,9 @@ function errorFromResponse(code: number, body: string, what: string): ApiError {
 }
 
 export class KubeClient {
-  private readonly agent: HttpAgent;
+  private agent: HttpAgent;
+  /** The pair the agent's connections present, when it comes from a ClientCertificateSource. */
+  private pair?: { cert: Buffer; key: Buffer };
   private readonly limiter: TokenBucket;
   private readonly timeoutMs: number;
   private readonly userAgent: string;
@@ -95,21 +107,43 @@ export class KubeClient {
     private readonly conn: ApiServerConnection,
     opts: KubeClientOptions = {},
   ) {
-    const tls = conn.server.protocol === 'https:';
+    this.pair = opts.clientCertificate?.current();
+    this.agent = this.newAgent();
+    this.limiter = new TokenBucket(opts.qps ?? 50, opts.burst ?? 100);
+    this.timeoutMs = opts.timeoutMs ?? 10_000;
+    this.userAgent = opts.userAgent ?? 'nodelet';
+    this.certificates = opts.clientCertificate;
+  }
+
+  private readonly certificates: ClientCertificateSource | undefined;
+
+  private newAgent(): HttpAgent {
+    const { conn, pair } = this;
+    const cert = pair?.cert ?? conn.cert;
+    const key = pair?.key ?? conn.key;
     const agentOptions = { keepAlive: true, maxSockets: 16 };
-    this.agent = tls
+    return conn.server.protocol === 'https:'
       ? new HttpsAgent({
           ...agentOptions,
           ...(conn.ca ? { ca: conn.ca } : {}),
-          ...(conn.cert ? { cert: conn.cert } : {}),
-          ...(conn.key ? { key: conn.key } : {}),
+          ...(cert ? { cert } : {}),
+          ...(key ? { key } : {}),
           ...(conn.tlsServerName ? { servername: conn.tlsServerName } : {}),
           rejectUnauthorized: !conn.insecureSkipTLSVerify,
         })
       : new HttpAgent(agentOptions);
-    this.limiter = new TokenBucket(opts.qps ?? 50, opts.burst ?? 100);
-    this.timeoutMs = opts.timeoutMs ?? 10_000;
-    this.userAgent = opts.userAgent ?? 'nodelet';
+  }
+
+  /** A rotated client certificate: as kubelet's transport does, close every connection of the old one (watches reconnect). */
+  private currentAgent(): HttpAgent {
+    const next = this.certificates?.current();
+    if (next && this.pair && (!next.cert.equals(this.pair.cert) || !next.key.equals(this.pair.key))) {
+      const old = this.agent;
+      this.pair = next;
+      this.agent = this.newAgent();
+      old.destroy();
+    }
+    return this.agent;
   }
 
   /** The API server's URL, for logs. */
@@ -211,7 +245,7 @@ export class KubeClient {
         req.destroy();
         reject(unavailable(what, signal.reason));
       };
-      const req = send(url, { method, headers, agent: this.agent }, (res) => {
+      const req = send(url, { method, headers, agent: this.currentAgent() }, (res) => {
         signal.removeEventListener('abort', onAbort);
         // Aborting after the headers ends the body stream, which the reader turns into the same error.
         signal.addEventListener('abort', () => res.destroy(unavailable(what, signal.reason)), { once: true });

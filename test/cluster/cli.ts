@@ -1,6 +1,7 @@
 // npm run control-plane -- up --dir DIR [--apiserver-port N] [--etcd-client-port N] [--etcd-peer-port N]
 //                              [--etcd-metrics-port N] [--controller-manager-port N] [--scheduler-port N]
 //                              [--service-cidr CIDR] [--cluster-cidr CIDR] [--node-cidr-mask-size N] [--bin-dir DIR]
+//                              [--signing-duration DURATION]
 // npm run control-plane -- down --dir DIR
 // npm run control-plane -- node-credentials --dir DIR NAME
 import { parseArgs } from 'node:util';
@@ -9,6 +10,7 @@ import { down, nodeCredentials, runningPids, up, type UpOptions } from './contro
 const USAGE = `usage: control-plane up --dir DIR [--apiserver-port N] [--etcd-client-port N] [--etcd-peer-port N]
                         [--etcd-metrics-port N] [--controller-manager-port N] [--scheduler-port N]
                         [--service-cidr CIDR] [--cluster-cidr CIDR] [--node-cidr-mask-size N] [--bin-dir DIR]
+                        [--signing-duration DURATION]
        control-plane down --dir DIR
        control-plane status --dir DIR
        control-plane node-credentials --dir DIR NAME`;
@@ -29,6 +31,7 @@ async function main(argv: string[]): Promise<number> {
       'service-cidr': { type: 'string' },
       'cluster-cidr': { type: 'string' },
       'node-cidr-mask-size': { type: 'string' },
+      'signing-duration': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -60,6 +63,7 @@ async function main(argv: string[]): Promise<number> {
         serviceCidr: values['service-cidr'],
         clusterCidr: values['cluster-cidr'],
         nodeCidrMaskSize: num('node-cidr-mask-size'),
+        signingDuration: values['signing-duration'],
         log: (line) => console.error(line),
       };
       const cp = await up(opts);

@@ -46,6 +46,11 @@ export interface ClusterSettings {
   dnsDomain: string;
   /** The name kubeadm gives the control-plane node (etcd member and certificate CN); no kubelet runs for it. */
   controlPlaneName: string;
+  /**
+   * kube-controller-manager's --cluster-signing-duration: the lifetime of the certificates its CSR signer issues (Go
+   * duration; its default is a year). Short ones let tests see kubelets rotate their client certificates.
+   */
+  signingDuration: string;
 }
 
 export const DEFAULT_SETTINGS: ClusterSettings = {
@@ -61,6 +66,7 @@ export const DEFAULT_SETTINGS: ClusterSettings = {
   clusterName: 'nodelet',
   dnsDomain: 'cluster.local',
   controlPlaneName: 'nodelet-control-plane',
+  signingDuration: '8760h0m0s',
 };
 
 export interface UpOptions extends Partial<ClusterSettings> {
@@ -231,6 +237,24 @@ export async function nodeCredentials(dirArg: string, name: string): Promise<str
   return file;
 }
 
+/**
+ * Restarts kube-controller-manager of the running control plane in `dir` with other settings (e.g. a shorter
+ * signingDuration), kept in DIR/cluster.json; returns once it is healthy. Nothing else is touched (`up` would also run
+ * kubeadm's phases again, which re-apply the addons).
+ */
+export async function restartControllerManager(dirArg: string, change: Partial<Pick<ClusterSettings, 'signingDuration'>>, binDir?: string): Promise<void> {
+  const dir = resolve(dirArg);
+  const stored = await readSettings(dir);
+  if (!stored) throw new Error(`${dir} holds no control plane (run up first)`);
+  const settings = { ...stored, ...change };
+  await writeAtomic(join(dir, 'cluster.json'), `${JSON.stringify(settings, null, 2)}\n`, 0o644);
+  const pid = await runningPid(dir, 'kube-controller-manager');
+  if (pid) await stop(pid);
+  await start(dir, binDir ?? (await ensureBinaries()), 'kube-controller-manager', componentArgs('kube-controller-manager', dir, settings));
+  await waitReady(dir, 'kube-controller-manager', `https://127.0.0.1:${settings.controllerManagerPort}/healthz`, undefined, undefined,
+    (body) => body.trim() === 'ok', 120_000);
+}
+
 /** Builds the binaries if needed (scripts/kube-build.sh, idempotent) and returns their directory. */
 export async function ensureBinaries(log: (line: string) => void = () => {}): Promise<string> {
   const env = process.env['NODELET_KUBE_BIN'];
@@ -336,6 +360,7 @@ export function componentArgs(component: Component, dir: string, s: ClusterSetti
         'service-account-private-key-file': pki('sa.key'),
         'cluster-signing-cert-file': pki('ca.crt'),
         'cluster-signing-key-file': pki('ca.key'),
+        'cluster-signing-duration': s.signingDuration,
         'use-service-account-credentials': 'true',
         controllers: '*,bootstrapsigner,tokencleaner',
         'allocate-node-cidrs': 'true',

@@ -13,6 +13,7 @@ const layers: Record<string, number> = {
   cri: 1,
   kubeapi: 1,
   host: 2,
+  bootstrap: 2,
   cni: 3,
   volume: 3,
   decisions: 4,

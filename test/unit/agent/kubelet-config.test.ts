@@ -125,7 +125,6 @@ authentication:
 authorization:
   mode: Webhook
 rotateCertificates: true
-serverTLSBootstrap: true
 `);
   expect(file.warnings).toEqual([]);
   expect(() => parse('rotateCertificates: "yes"\n')).toThrow('rotateCertificates: must be true or false');
