@@ -23,6 +23,20 @@ interface ProbeRuns {
   succeededLogged?: { readiness: number; liveness: number };
 }
 
+/** One agent's CPU and memory over the probe window. */
+export interface AgentLoad {
+  avgCores: number;
+  cpuSeconds: number;
+  /** The CPU of the agent's children it reaped in the window (exec probes do not run there: containerd runs them). */
+  childrenAvgCores: number;
+  rssMB: { avg: number; max: number; atStart: number; atEnd: number; samples: number };
+  /** VmHWM over the window (reset at its start), or since the agent started when the reset was refused. */
+  peakRssInWindowMB: number;
+  peakRssWindowOnly: boolean;
+  /** VmHWM since the agent started, read just before the window (includes the pods' start-up). */
+  peakRssBeforeWindowMB: number;
+}
+
 export interface ProbeLoad {
   pods: number;
   readinessExecPeriodSeconds: number;
@@ -31,17 +45,7 @@ export interface ProbeLoad {
   allReadyAfterMs: number;
   settleSeconds: number;
   windowSeconds: number;
-  agent: {
-    avgCores: number;
-    cpuSeconds: number;
-    /** The CPU of the agent's children it reaped in the window (exec probes do not run there: containerd runs them). */
-    childrenAvgCores: number;
-    rssMB: { avg: number; max: number; atStart: number; atEnd: number; samples: number };
-    /** VmHWM over the window (reset at its start), or since the agent started when the reset was refused. */
-    peakRssInWindowMB: number;
-    peakRssWindowOnly: boolean;
-    /** VmHWM since the agent started, read just before the window (includes the pods' start-up). */
-    peakRssBeforeWindowMB: number;
+  agent: AgentLoad & {
     /** The spawn helper's RSS at the end of the window (part of nodelet's memory beside kubelet's). */
     spawnHelperRssMB: number;
   };
@@ -275,15 +279,7 @@ export interface KubeletProbeLoad {
   allReadyAfterMs: number;
   settleSeconds: number;
   windowSeconds: number;
-  kubelet: {
-    avgCores: number;
-    cpuSeconds: number;
-    childrenAvgCores: number;
-    rssMB: { avg: number; max: number; atStart: number; atEnd: number; samples: number };
-    peakRssInWindowMB: number;
-    peakRssWindowOnly: boolean;
-    peakRssBeforeWindowMB: number;
-  };
+  kubelet: AgentLoad;
   runtime: { containerdAvgCores?: number; shimsAvgCores: number; shims: number };
   restartsInWindow: number;
   readyAtEnd: number;
