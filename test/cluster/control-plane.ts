@@ -46,6 +46,13 @@ export interface ClusterSettings {
   dnsDomain: string;
   /** The name kubeadm gives the control-plane node (etcd member and certificate CN); no kubelet runs for it. */
   controlPlaneName: string;
+  /**
+   * kube-apiserver's audit log (`--audit-log-path`, JSON lines of audit.k8s.io/v1 Events), so a test can count the requests
+   * a client made; '' (the default, as kubeadm): none. `--audit-policy-file` is auditPolicyFile, or when that is '' the
+   * policy DIR/audit-policy.yaml written by `up`: every request at level Metadata, no RequestReceived stage.
+   */
+  auditLogPath: string;
+  auditPolicyFile: string;
 }
 
 export const DEFAULT_SETTINGS: ClusterSettings = {
@@ -61,6 +68,8 @@ export const DEFAULT_SETTINGS: ClusterSettings = {
   clusterName: 'nodelet',
   dnsDomain: 'cluster.local',
   controlPlaneName: 'nodelet-control-plane',
+  auditLogPath: '',
+  auditPolicyFile: '',
 };
 
 export interface UpOptions extends Partial<ClusterSettings> {
@@ -122,6 +131,7 @@ export async function up(opts: UpOptions): Promise<ControlPlane> {
   await ensureKubeconfig(dir, 'scheduler', ca, server, settings, { name: 'system:kube-scheduler', groups: [] });
   const kubernetesVersion = (await run(join(binDir, 'kubeadm'), ['version', '-o', 'short'])).trim();
   await writeFile(join(dir, 'kubeadm.yaml'), kubeadmConfig(dir, settings, kubernetesVersion));
+  if (settings.auditLogPath && !settings.auditPolicyFile) await writeFile(defaultAuditPolicyFile(dir), DEFAULT_AUDIT_POLICY);
 
   try {
     for (const component of COMPONENTS) {
@@ -210,6 +220,50 @@ export async function runningPids(dirArg: string): Promise<Partial<Record<Compon
     if (pid) pids[component] = pid;
   }
   return pids;
+}
+
+/**
+ * Stops one component running from `dir` (SIGTERM, then SIGKILL after the grace period), as an outage: `startComponent`
+ * brings it back with the same flags. Returns whether it was running.
+ */
+export async function stopComponent(dirArg: string, component: Component): Promise<boolean> {
+  const dir = resolve(dirArg);
+  const pid = await runningPid(dir, component);
+  if (pid) await stop(pid);
+  await rm(pidFile(dir, component), { force: true });
+  return pid !== undefined;
+}
+
+/**
+ * Starts one component of the cluster in `dir` again (after `stopComponent`) with the flags `up` gave it, and waits until
+ * it is ready (etcd healthy, kube-apiserver's /readyz ok, the controller-manager's and scheduler's health endpoints).
+ * Returns its pid; one that already runs is left alone.
+ */
+export async function startComponent(dirArg: string, component: Component, opts: { binDir?: string; readyTimeoutMs?: number } = {}): Promise<number> {
+  const dir = resolve(dirArg);
+  const settings = await readSettings(dir);
+  if (!settings) throw new Error(`${dir} holds no control plane (run up first)`);
+  const binDir = opts.binDir ?? (await ensureBinaries());
+  const timeoutMs = opts.readyTimeoutMs ?? 180_000;
+  const pid = (await runningPid(dir, component)) ?? (await start(dir, binDir, component, componentArgs(component, dir, settings)));
+  const pki = join(dir, 'pki');
+  switch (component) {
+    case 'etcd':
+      await waitReady(dir, 'etcd', `https://127.0.0.1:${settings.etcdClientPort}/health`, await loadPair(pki, 'etcd/healthcheck-client'),
+        join(pki, 'etcd', 'ca.crt'), (body) => /"health":\s*"true"/.test(body), timeoutMs);
+      break;
+    case 'kube-apiserver':
+      await waitReady(dir, 'kube-apiserver', `https://127.0.0.1:${settings.apiServerPort}/readyz`, await loadPair(pki, 'apiserver-kubelet-client'),
+        join(pki, 'ca.crt'), (body) => body.trim() === 'ok', timeoutMs);
+      break;
+    case 'kube-controller-manager':
+      await waitReady(dir, component, `https://127.0.0.1:${settings.controllerManagerPort}/healthz`, undefined, undefined, (body) => body.trim() === 'ok', timeoutMs);
+      break;
+    case 'kube-scheduler':
+      await waitReady(dir, component, `https://127.0.0.1:${settings.schedulerPort}/livez`, undefined, undefined, (body) => body.trim() === 'ok', timeoutMs);
+      break;
+  }
+  return pid;
 }
 
 /**
@@ -318,6 +372,14 @@ export function componentArgs(component: Component, dir: string, s: ClusterSetti
         'requestheader-allowed-names': 'front-proxy-client',
         'proxy-client-cert-file': pki('front-proxy-client.crt'),
         'proxy-client-key-file': pki('front-proxy-client.key'),
+        ...(s.auditLogPath ? {
+          'audit-log-path': s.auditLogPath,
+          'audit-policy-file': s.auditPolicyFile || defaultAuditPolicyFile(dir),
+          // Written as requests are answered (not batched), never rotated away during a test.
+          'audit-log-mode': 'blocking',
+          'audit-log-format': 'json',
+          'audit-log-maxsize': '0',
+        } : {}),
       });
     case 'kube-controller-manager': {
       const kubeconfig = join(dir, 'controller-manager.kubeconfig');
@@ -356,6 +418,18 @@ export function componentArgs(component: Component, dir: string, s: ClusterSetti
     }
   }
 }
+
+/** The audit policy `up` writes when auditLogPath is set without auditPolicyFile. */
+function defaultAuditPolicyFile(dir: string): string {
+  return join(dir, 'audit-policy.yaml');
+}
+
+const DEFAULT_AUDIT_POLICY = stringify({
+  apiVersion: 'audit.k8s.io/v1',
+  kind: 'Policy',
+  omitStages: ['RequestReceived'],
+  rules: [{ level: 'Metadata' }],
+});
 
 function flags(values: Record<string, string>): string[] {
   return Object.entries(values).map(([k, v]) => `--${k}=${v}`);
