@@ -1,7 +1,7 @@
 // The real kubectl (/usr/bin/kubectl, v1.32) against the test API server: create, get -o wide, get nodes, events, delete.
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Kubectl } from '../kubectl.js';
+import { Kubectl } from '../../integration/helpers/kubectl.js';
 import { startTestApiServer, type TestApiServer } from '../test-apiserver.js';
 import { bindPod } from '../scheduler.js';
 import { PODS, node, ok } from './server-fixture.js';

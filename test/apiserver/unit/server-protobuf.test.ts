@@ -1,7 +1,7 @@
 // Protobuf request bodies end to end: kubectl's typed commands (create configmap/secret/namespace/serviceaccount/token),
 // and raw protobuf writes (update, delete options, refused kinds) answered in JSON.
 import { join } from 'node:path';
-import { Kubectl } from '../kubectl.js';
+import { Kubectl } from '../../integration/helpers/kubectl.js';
 import { startTestApiServer, type TestApiServer } from '../test-apiserver.js';
 import { CONFIGMAPS, PODS, call, configMap, ok, type Obj } from './server-fixture.js';
 import { protobufBody } from './protobuf-encode.js';

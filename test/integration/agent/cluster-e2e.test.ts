@@ -13,7 +13,7 @@ import { startTestApiServer, type TestApiServer } from '../../apiserver/test-api
 import { bindPod } from '../../apiserver/scheduler.js';
 import { AgentProcess, busybox, containerPid, criEndpoint, httpGet, runtimeObjects, staticName, testNode, waitFor } from '../helpers/agent.js';
 import { cleanUpCluster, containerdLogMentions, leftovers, podFootprint } from '../helpers/cluster.js';
-import { Kubectl } from '../../apiserver/kubectl.js';
+import { Kubectl } from '../helpers/kubectl.js';
 
 const work = await mkdtemp(join(tmpdir(), 'nodelet-e2e-'));
 const api: TestApiServer = await startTestApiServer({ nodeNames: [testNode] });

@@ -54,11 +54,13 @@ export class AgentProcess {
     readonly podLogsDir: string,
     /** Cluster mode: the node's kubeconfig, passed as --kubeconfig on every start (restarts included). */
     readonly kubeconfig?: string,
+    /** --hostname-override: the node's name. */
+    readonly nodeName: string = testNode,
   ) {}
 
-  static async create(opts: { kubeconfig?: string } = {}): Promise<AgentProcess> {
+  static async create(opts: { kubeconfig?: string; nodeName?: string } = {}): Promise<AgentProcess> {
     const base = await mkdtemp(join(tmpdir(), 'nodelet-it-'));
-    return new AgentProcess(join(base, 'manifests'), join(base, 'root'), join(base, 'pod-logs'), opts.kubeconfig);
+    return new AgentProcess(join(base, 'manifests'), join(base, 'root'), join(base, 'pod-logs'), opts.kubeconfig, opts.nodeName ?? testNode);
   }
 
   get socket(): string {
@@ -71,7 +73,7 @@ export class AgentProcess {
       '--container-runtime-endpoint', criEndpoint,
       '--root-dir', this.rootDir,
       '--pod-logs-dir', this.podLogsDir,
-      '--hostname-override', testNode,
+      '--hostname-override', this.nodeName,
       '--logging-format', 'json',
       ...(this.kubeconfig ? ['--kubeconfig', this.kubeconfig] : []),
       ...extraArgs,

@@ -6,7 +6,7 @@ import { execa } from 'execa';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { CriClient } from '../../../src/cri/client.js';
 import type { TestApiServer } from '../../apiserver/test-apiserver.js';
-import type { Kubectl } from '../../apiserver/kubectl.js';
+import type { Kubectl } from './kubectl.js';
 import { ipReservations, runtimeObjects, sandboxNetns, type AgentProcess } from './agent.js';
 
 /** What one pod holds on the node, recorded while it runs. */

@@ -1,9 +1,19 @@
-// The real kubectl (/usr/bin/kubectl) as a test's client of the test API server: commands, JSON, tables read by column,
-// and a pod's view with waiting.
+// The real kubectl as a test's client of an API server (the real control plane of test/cluster, or the test API server):
+// commands, JSON, tables read by column, and a pod's view with waiting. It runs the kubectl that scripts/kube-build.sh
+// built (`<bin dir>/kubectl`, the control plane's version), not one from PATH: a bare Debian has none.
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { execa } from 'execa';
+import { ensureBinaries } from '../../cluster/control-plane.js';
+
+let builtKubectl: Promise<string> | undefined;
+
+/** The path of the built kubectl (builds the binaries when they are missing; 20 ms when they are there). */
+export function kubectlBinary(): Promise<string> {
+  builtKubectl ??= ensureBinaries().then((bin) => join(bin, 'kubectl'));
+  return builtKubectl;
+}
 
 /** The real kubectl as the admin, with a cache dir of the test's own (discovery is cached there, not in ~/.kube). */
 export class Kubectl {
@@ -12,11 +22,23 @@ export class Kubectl {
     readonly cacheDir: string,
     /** Where YAML files for `create -f` / `apply -f` are written. */
     readonly workDir: string,
+    /** The kubectl binary; default: the built one (kubectlBinary()). */
+    readonly binary?: string,
   ) {}
 
   async run(...args: string[]): Promise<string> {
-    const { stdout } = await execa('kubectl', ['--kubeconfig', this.kubeconfig, '--cache-dir', this.cacheDir, ...args], { timeout: 90_000 });
-    return stdout;
+    return (await this.exec(args)).stdout;
+  }
+
+  /** Runs kubectl without throwing on a non-zero exit: its exit code, stdout and stderr (warnings, errors). */
+  async tryRun(...args: string[]): Promise<{ exitCode: number; stdout: string; stderr: string }> {
+    const r = await this.exec(args, false);
+    return { exitCode: r.exitCode ?? -1, stdout: r.stdout, stderr: r.stderr };
+  }
+
+  private async exec(args: string[], reject = true) {
+    const bin = this.binary ?? (await kubectlBinary());
+    return execa(bin, ['--kubeconfig', this.kubeconfig, '--cache-dir', this.cacheDir, ...args], { timeout: 90_000, reject });
   }
 
   /** `kubectl get ARGS -o json`. */

@@ -1,0 +1,222 @@
+// A node of a REAL cluster for integration tests: the control plane of test/cluster/control-plane.ts (etcd,
+// kube-apiserver, kube-controller-manager, kube-scheduler built from the upstream Go modules) in a temp dir on free
+// loopback ports, nodelet joined to it as a node with a `system:node:<name>` client certificate, the built kubectl as the
+// admin, the rig's containerd. And its clean-up, which proves the node and the host keep nothing of the test.
+//
+//   const cluster = await startRealCluster();            // in beforeAll (allow ~3 minutes)
+//   afterAll(() => cluster.stop(), 300_000);             // throws, after cleaning all it can, when anything is left
+//   await cluster.kubectl.run('create', 'deployment', ...);
+//   await cluster.track(pod);                            // records what a running pod holds on the node
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { createServer, type AddressInfo, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import type { V1Node, V1Pod } from '@kubernetes/client-node';
+import { cidrContains, parseCidr, parseIp } from '../../../src/cni/cidr.js';
+import { CriClient } from '../../../src/cri/client.js';
+import { down, ensureBinaries, nodeCredentials, runningPids, up, type ControlPlane } from '../../cluster/control-plane.js';
+import { AgentProcess, criEndpoint, ipReservations, removeRuntimePods, runtimeObjects, testNode, waitFor } from './agent.js';
+import { leftovers, podFootprint, type PodFootprint } from './cluster.js';
+import { Kubectl } from './kubectl.js';
+
+/** The pod bridge of the rig's CNI configuration (cni-conf/10-nodelet.conflist). */
+export const podBridge = 'nodelet0';
+
+export interface RealClusterOptions {
+  /** The Node's name (--hostname-override); default testNode. */
+  nodeName?: string;
+  /** More nodelet flags. */
+  agentArgs?: string[];
+  /**
+   * Leave kubeadm's CoreDNS Deployment and kube-proxy DaemonSet as `kubeadm init phase addon all` made them. By default
+   * CoreDNS is scaled to 0 and kube-proxy gets a nodeSelector no node has before nodelet joins: their pods would land on
+   * this node and pull images from registry.k8s.io (no traffic leaves this host in tests).
+   */
+  keepAddons?: boolean;
+  /** Progress lines (default: none). */
+  log?: (line: string) => void;
+}
+
+export interface RealCluster {
+  /** The control plane's directory (PKI, kubeconfigs, logs/, etcd data); removed by stop(). */
+  dir: string;
+  plane: ControlPlane;
+  /** Where the built Kubernetes binaries are. */
+  binDir: string;
+  adminKubeconfig: string;
+  /** The node's kubeconfig (system:node:<nodeName>, group system:nodes) nodelet runs with. */
+  nodeKubeconfig: string;
+  /** The built kubectl as the admin (kubeadm:cluster-admins), writing its files to dir/work. */
+  kubectl: Kubectl;
+  agent: AgentProcess;
+  nodeName: string;
+  cri: CriClient;
+  /** Node.spec.podCIDR as the controller-manager allocated it (nodelet has taken it when startRealCluster returns). */
+  podCIDR: string;
+  /** The Node's InternalIP as nodelet reported it. */
+  nodeIP: string;
+  /** UIDs of pods that ran on the node: stop() makes sure the runtime keeps none of them. Tests may add to it. */
+  uids: Set<string>;
+  /** What running pods held on the node (track()): stop() proves each is gone. */
+  footprints: PodFootprint[];
+  /** Records the footprint of a pod running on the node (its sandbox, containers, netns, veth, IP, pod dir). */
+  track(pod: V1Pod): Promise<PodFootprint>;
+  /** The pods bound to the node, as the API server lists them (kubectl get pods -A --field-selector spec.nodeName=...). */
+  nodePods(): Promise<V1Pod[]>;
+  /** The Node as kubectl gets it. */
+  node(): Promise<V1Node>;
+  /** Everything torn down; throws (after cleaning up all it can) when anything was left. See cleanUpRealCluster. */
+  stop(): Promise<void>;
+}
+
+/** Ports the kernel hands out now on 127.0.0.1: a test's control plane must not clash with one someone runs on the defaults. */
+export async function freePorts(n: number): Promise<number[]> {
+  const servers = await Promise.all(Array.from({ length: n }, () => new Promise<Server>((res, rej) => {
+    const s = createServer();
+    s.once('error', rej);
+    s.listen(0, '127.0.0.1', () => res(s));
+  })));
+  const ports = servers.map((s) => (s.address() as AddressInfo).port);
+  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+  return ports;
+}
+
+const nodeReady = (n: V1Node | undefined) => n?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+
+/**
+ * Brings up the control plane in a fresh temp dir, writes the node's credentials, starts nodelet as that node against
+ * the rig's containerd, and returns once the Node is Ready and nodelet allocates pod IPs from the Node's podCIDR.
+ * On failure everything started is stopped again.
+ */
+export async function startRealCluster(opts: RealClusterOptions = {}): Promise<RealCluster> {
+  const log = opts.log ?? (() => {});
+  const nodeName = opts.nodeName ?? testNode;
+  const dir = await mkdtemp(join(tmpdir(), 'nodelet-real-'));
+  const binDir = await ensureBinaries(log);
+  const [apiServerPort, etcdClientPort, etcdPeerPort, etcdMetricsPort, controllerManagerPort, schedulerPort] = await freePorts(6);
+  const cri = new CriClient(criEndpoint);
+  const uids = new Set<string>();
+  const footprints: PodFootprint[] = [];
+  let plane: ControlPlane | undefined;
+  let agent: AgentProcess | undefined;
+  let kubectl: Kubectl | undefined;
+  let podCIDR = '';
+  const cluster = (): RealCluster => ({
+    dir, plane: plane!, binDir, adminKubeconfig: plane!.adminKubeconfig, nodeKubeconfig: agent!.kubeconfig!, kubectl: kubectl!, agent: agent!,
+    nodeName, cri, podCIDR, nodeIP: '', uids, footprints,
+    track: async (pod) => {
+      const uid = pod.metadata!.uid!;
+      uids.add(uid);
+      const fp = await podFootprint(cri, agent!.rootDir, uid, pod.status!.podIP!);
+      footprints.push(fp);
+      return fp;
+    },
+    nodePods: async () => {
+      const pods = (await kubectl!.get<{ items: V1Pod[] }>('pods', '-A', '--field-selector', `spec.nodeName=${nodeName}`)).items;
+      for (const p of pods) uids.add(p.metadata!.uid!);
+      return pods;
+    },
+    node: () => kubectl!.get<V1Node>('node', nodeName),
+    stop: () => cleanUpRealCluster(cluster()),
+  });
+  try {
+    plane = await up({ dir, binDir, apiServerPort, etcdClientPort, etcdPeerPort, etcdMetricsPort, controllerManagerPort, schedulerPort, log });
+    await rm(join(dir, 'work'), { recursive: true, force: true });
+    await execa('mkdir', ['-p', join(dir, 'work')]);
+    kubectl = new Kubectl(plane.adminKubeconfig, join(dir, 'kube-cache'), join(dir, 'work'), join(binDir, 'kubectl'));
+    if (!opts.keepAddons) {
+      await kubectl.run('-n', 'kube-system', 'scale', 'deployment', 'coredns', '--replicas=0');
+      await kubectl.run('-n', 'kube-system', 'patch', 'daemonset', 'kube-proxy', '--type=merge', '-p',
+        JSON.stringify({ spec: { template: { spec: { nodeSelector: { 'nodelet.test/kube-proxy': 'never' } } } } }));
+    }
+    // No pods run now (tests hold the rig's lock): a gateway address an earlier run left on the pod bridge would keep
+    // nodelet from switching the bridge to the podCIDR the controller-manager allocates.
+    await execa('ip', ['addr', 'flush', 'dev', podBridge, 'scope', 'global'], { reject: false });
+    const nodeKubeconfig = await nodeCredentials(dir, nodeName);
+    agent = await AgentProcess.create({ kubeconfig: nodeKubeconfig, nodeName });
+    await agent.start(opts.agentArgs ?? []);
+    log(`real-cluster: nodelet started as ${nodeName}`);
+    const node = await waitFor(`Node ${nodeName} Ready with a podCIDR`, async () => {
+      const n = await kubectl!.get<V1Node>('node', nodeName).catch(() => undefined);
+      return nodeReady(n) && n?.spec?.podCIDR ? n : undefined;
+    }, 120_000, 500).catch((err: Error) => {
+      throw new Error(`${err.message}\nnodelet's log (end):\n${agent!.output.split('\n').slice(-30).join('\n')}`);
+    });
+    podCIDR = node.spec!.podCIDR!;
+    await waitFor(`nodelet to allocate pod IPs from ${podCIDR}`, async () =>
+      agent!.logLines().some((l) => l.podCIDR === podCIDR && String(l.msg).startsWith('Pod network now allocates')) ? true : undefined,
+    60_000, 200);
+    const nodeIP = node.status?.addresses?.find((a) => a.type === 'InternalIP')?.address ?? '';
+    log(`real-cluster: node ${nodeName} Ready, podCIDR ${podCIDR}, InternalIP ${nodeIP}`);
+    return { ...cluster(), nodeIP };
+  } catch (err) {
+    if (plane && kubectl && agent) {
+      await cleanUpRealCluster(cluster()).catch(() => undefined);
+    } else {
+      await agent?.stop();
+      await agent?.cleanupDirs();
+      await down(dir);
+      cri.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+    throw err;
+  }
+}
+
+/**
+ * A real-cluster test file's clean-up, also after a failed test: nodelet running again if it was stopped, the Node
+ * uncordoned, the API objects the test made deleted the way users delete them (workloads, services, pods, namespaces
+ * other than the cluster's own), nodelet's teardown of every pod awaited (pods gone from the API server and the
+ * runtime), nodelet stopped, whatever it failed to remove taken away through CRI, the control plane stopped and its dir
+ * removed. Then it throws if anything was left: of a pod (sandbox, container, netns, veth, host-local reservation in the
+ * podCIDR, pod dir) or of the control plane (a live process).
+ */
+export async function cleanUpRealCluster(c: RealCluster): Promise<void> {
+  const left: string[] = [];
+  const pids = Object.values(await runningPids(c.dir));
+  try {
+    if (!c.agent.running) await c.agent.start().catch(() => undefined);
+    const k = (...args: string[]) => c.kubectl.tryRun(...args);
+    await k('uncordon', c.nodeName);
+    const namespaces = (await c.kubectl.get<{ items: { metadata: { name: string } }[] }>('namespaces').catch(() => ({ items: [] }))).items
+      .map((n) => n.metadata.name).filter((n) => !['default', 'kube-system', 'kube-public', 'kube-node-lease'].includes(n));
+    if (namespaces.length > 0) await k('delete', 'namespace', '--wait=false', ...namespaces);
+    await k('delete', 'deployments,replicasets,statefulsets,daemonsets,jobs,cronjobs,poddisruptionbudgets', '--all', '-n', 'default', '--wait=false');
+    await k('delete', 'services', '-n', 'default', '--field-selector', 'metadata.name!=kubernetes', '--wait=false');
+    await c.nodePods().catch(() => []);
+    await k('delete', 'pods', '--all', '-n', 'default', '--wait=false');
+    for (const p of await c.agent.pods().catch(() => [] as V1Pod[])) c.uids.add(p.metadata!.uid!);
+    // nodelet stops each pod within its grace period, then deletes it (grace 0): gone from the API server and the runtime.
+    await waitFor('every pod of the node torn down by nodelet', async () => {
+      const bound = await c.nodePods();
+      const rt = await runtimeObjects(c.cri, [...c.uids]);
+      return bound.length === 0 && rt.sandboxes.length + rt.containers.length === 0 ? true : undefined;
+    }, 120_000, 500).catch((err: Error) => left.push(`nodelet did not tear every pod down: ${err.message}`));
+    // Checked before any clean-up of ours: what nodelet's teardown left.
+    for (const fp of c.footprints) left.push(...(await leftovers(c.cri, fp)).map((x) => `pod ${fp.uid}: ${x}`));
+    const podDirs = await readdir(join(c.agent.rootDir, 'pods')).catch(() => [] as string[]);
+    left.push(...podDirs.map((d) => `pod dir ${join(c.agent.rootDir, 'pods', d)}`));
+    if (c.podCIDR) {
+      const cidr = parseCidr(c.podCIDR);
+      left.push(...(await ipReservations()).filter((ip) => cidrContains(cidr, parseIp(ip)!)).map((ip) => `host-local reservation ${ip}`));
+    }
+  } finally {
+    await c.agent.stop();
+    // Last resort: what nodelet left in the runtime, through CRI.
+    await removeRuntimePods(c.cri, [...c.uids]);
+    await c.agent.cleanupDirs();
+    await down(c.dir);
+    c.cri.close();
+  }
+  if (c.podCIDR) {
+    // The bridge plugin gave the pod bridge the podCIDR's gateway: the host keeps nothing of the test.
+    await execa('ip', ['addr', 'flush', 'dev', podBridge, 'scope', 'global'], { reject: false });
+  }
+  for (const pid of pids) {
+    if (existsSync(`/proc/${pid}`) && !/\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'))) left.push(`control-plane process ${pid} still runs`);
+  }
+  await rm(c.dir, { recursive: true, force: true });
+  if (left.length > 0) throw new Error(`the test left on the node:\n${left.join('\n')}`);
+}
