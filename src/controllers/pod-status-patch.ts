@@ -14,7 +14,9 @@ const rfc3339WithFraction = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.\d+Z$/;
 
 /**
  * A status as the API server stores it: plain JSON, times at second precision (metav1.Time), no undefined or
- * null members (they mean "unset"). Comparisons and patches use this form.
+ * null members (they mean "unset"), and no empty objects: kube-apiserver serialises an unset struct field that is not
+ * a pointer as `{}` (a container status's `lastState: {}`, which the node never sends), so `{}` and unset are the same
+ * status. Comparisons and patches use this form.
  */
 export function normalizeStatus(status: V1PodStatus | undefined): { [key: string]: Json } {
   const text = JSON.stringify(status ?? {}, (_key, value: unknown) => {
@@ -24,7 +26,18 @@ export function normalizeStatus(status: V1PodStatus | undefined): { [key: string
     }
     return value === null ? undefined : value;
   });
-  return JSON.parse(text) as { [key: string]: Json };
+  return dropEmptyObjects(JSON.parse(text) as Json) as { [key: string]: Json };
+}
+
+function dropEmptyObjects(v: Json): Json | undefined {
+  if (Array.isArray(v)) return v.map((e) => dropEmptyObjects(e) ?? {});
+  if (!isObject(v)) return v;
+  const out: { [key: string]: Json } = {};
+  for (const [k, x] of Object.entries(v)) {
+    const y = dropEmptyObjects(x);
+    if (y !== undefined) out[k] = y;
+  }
+  return Object.keys(out).length === 0 ? undefined : out;
 }
 
 /** Fields of PodStatus that are lists merged by a key in a strategic merge patch (patchMergeKey); others are atomic. */
@@ -45,8 +58,11 @@ function diffObjects(before: { [key: string]: Json }, after: { [key: string]: Js
     const old = before[key];
     if (equalJson(old, value)) continue;
     const mergeKey = atStatusRoot ? listMergeKeys[key] : undefined;
-    if (mergeKey && Array.isArray(value) && Array.isArray(old)) patch[key] = diffMergeList(old, value, mergeKey);
-    else if (isObject(value) && isObject(old)) patch[key] = diffObjects(old, value, false);
+    if (mergeKey && Array.isArray(value) && Array.isArray(old)) {
+      // The same elements in another order: nothing to write (the server keeps its order).
+      const list = diffMergeList(old, value, mergeKey);
+      if (list.length > 0) patch[key] = list;
+    } else if (isObject(value) && isObject(old)) patch[key] = diffObjects(old, value, false);
     else patch[key] = value;
   }
   // A field the new status no longer has is deleted with null.
@@ -82,7 +98,18 @@ export function podStatusPatch(uid: string, stored: V1PodStatus | undefined, nex
 
 /** Whether two statuses are the same once stored (kubelet's isPodStatusByKubeletEqual on normalized statuses). */
 export function sameStatus(a: V1PodStatus | undefined, b: V1PodStatus | undefined): boolean {
-  return equalJson(normalizeStatus(a), normalizeStatus(b));
+  return equalJson(conditionsByType(normalizeStatus(a)), conditionsByType(normalizeStatus(b)));
+}
+
+/**
+ * Conditions compared by type, whatever their order (as kubelet's isPodStatusByKubeletEqual): the API server keeps the
+ * order in which the scheduler and the node first wrote them, which is not the order the node derives.
+ */
+function conditionsByType(status: { [key: string]: Json }): { [key: string]: Json } {
+  const conditions = status['conditions'];
+  if (!Array.isArray(conditions)) return status;
+  const type = (c: Json) => (isObject(c) ? String(c['type']) : '');
+  return { ...status, conditions: [...conditions].sort((x, y) => (type(x) < type(y) ? -1 : type(x) > type(y) ? 1 : 0)) };
 }
 
 function terminalReadyCondition(type: string, phase: string): V1PodCondition {

@@ -80,6 +80,8 @@ export interface UpOptions extends Partial<ClusterSettings> {
   readyTimeoutMs?: number;
   /** Progress lines (default: none). */
   log?: (line: string) => void;
+  /** More flags per component, after kubeadm's (e.g. an audit log for kube-apiserver in tests). */
+  extraArgs?: Partial<Record<Component, string[]>>;
 }
 
 export interface ControlPlane {
@@ -138,7 +140,7 @@ export async function up(opts: UpOptions): Promise<ControlPlane> {
       if (await runningPid(dir, component)) {
         log(`control-plane: ${component} already running`);
       } else {
-        await start(dir, binDir, component, componentArgs(component, dir, settings));
+        await start(dir, binDir, component, [...componentArgs(component, dir, settings), ...(opts.extraArgs?.[component] ?? [])]);
         log(`control-plane: started ${component}`);
       }
       if (component === 'etcd') {

@@ -8,10 +8,10 @@
 //   await cluster.kubectl.run('create', 'deployment', ...);
 //   await cluster.track(pod);                            // records what a running pod holds on the node
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { cp, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { execa } from 'execa';
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { cidrContains, parseCidr, parseIp } from '../../../src/cni/cidr.js';
@@ -37,6 +37,35 @@ export interface RealClusterOptions {
   keepAddons?: boolean;
   /** Progress lines (default: none). */
   log?: (line: string) => void;
+  /** kube-apiserver's audit policy (YAML); default: defaultAuditPolicy. */
+  auditPolicy?: string;
+}
+
+/** The fixture's audit policy: the nodes' pod status writes with their bodies (level Request), every other request at level Metadata. */
+export const defaultAuditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived, ResponseStarted]
+rules:
+- level: Request
+  userGroups: ["system:nodes"]
+  verbs: [patch]
+  resources: [{group: "", resources: ["pods/status"]}]
+- level: Metadata
+`;
+
+/** One line of kube-apiserver's audit log (audit.k8s.io/v1 Event at level Metadata). */
+export interface AuditEvent {
+  stage: string;
+  verb: string;
+  requestURI: string;
+  user: { username: string; groups?: string[] };
+  userAgent?: string;
+  objectRef?: { resource?: string; subresource?: string; namespace?: string; name?: string };
+  responseStatus?: { code?: number; message?: string; reason?: string };
+  requestReceivedTimestamp?: string;
+  /** At level Request or RequestResponse. */
+  requestObject?: unknown;
+  annotations?: Record<string, string>;
 }
 
 export interface RealCluster {
@@ -67,6 +96,8 @@ export interface RealCluster {
   nodePods(): Promise<V1Pod[]>;
   /** The Node as kubectl gets it. */
   node(): Promise<V1Node>;
+  /** kube-apiserver's audit log so far (every request's ResponseComplete; see defaultAuditPolicy), e.g. the node's refused requests. */
+  audit(): Promise<AuditEvent[]>;
   /** Everything torn down; throws (after cleaning up all it can) when anything was left. See cleanUpRealCluster. */
   stop(): Promise<void>;
 }
@@ -119,10 +150,16 @@ export async function startRealCluster(opts: RealClusterOptions = {}): Promise<R
       return pods;
     },
     node: () => kubectl!.get<V1Node>('node', nodeName),
+    audit: async () => (await readFile(join(dir, 'logs', 'audit.log'), 'utf8')).split('\n').filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as AuditEvent),
     stop: () => cleanUpRealCluster(cluster()),
   });
   try {
-    plane = await up({ dir, binDir, apiServerPort, etcdClientPort, etcdPeerPort, etcdMetricsPort, controllerManagerPort, schedulerPort, log });
+    // Every request's outcome in DIR/logs/audit.log (Metadata level: who, what, response code), for audit().
+    await writeFile(join(dir, 'audit-policy.yaml'), opts.auditPolicy ?? defaultAuditPolicy);
+    plane = await up({ dir, binDir, apiServerPort, etcdClientPort, etcdPeerPort, etcdMetricsPort, controllerManagerPort, schedulerPort, log,
+      extraArgs: { 'kube-apiserver': [`--audit-policy-file=${join(dir, 'audit-policy.yaml')}`, `--audit-log-path=${join(dir, 'logs', 'audit.log')}`,
+        '--audit-log-maxbackup=1', '--audit-log-maxsize=200'] } });
     await rm(join(dir, 'work'), { recursive: true, force: true });
     await execa('mkdir', ['-p', join(dir, 'work')]);
     kubectl = new Kubectl(plane.adminKubeconfig, join(dir, 'kube-cache'), join(dir, 'work'), join(binDir, 'kubectl'));
@@ -188,6 +225,8 @@ export async function cleanUpRealCluster(c: RealCluster): Promise<void> {
     await c.nodePods().catch(() => []);
     await k('delete', 'pods', '--all', '-n', 'default', '--wait=false');
     for (const p of await c.agent.pods().catch(() => [] as V1Pod[])) c.uids.add(p.metadata!.uid!);
+    // Static pods go with their manifests (their mirror pods with them).
+    await rm(c.agent.manifestDir, { recursive: true, force: true });
     // nodelet stops each pod within its grace period, then deletes it (grace 0): gone from the API server and the runtime.
     await waitFor('every pod of the node torn down by nodelet', async () => {
       const bound = await c.nodePods();
@@ -209,6 +248,10 @@ export async function cleanUpRealCluster(c: RealCluster): Promise<void> {
     await c.agent.cleanupDirs();
     await down(c.dir);
     c.cri.close();
+    await writeFile(join(c.dir, 'logs', 'nodelet.log'), c.agent.output).catch(() => undefined);
+    // NODELET_TEST_LOGS=DIR keeps the components' and nodelet's logs of the run (DIR/<control plane dir's name>/).
+    const keep = process.env['NODELET_TEST_LOGS'];
+    if (keep) await cp(join(c.dir, 'logs'), join(keep, basename(c.dir)), { recursive: true }).catch(() => undefined);
   }
   if (c.podCIDR) {
     // The bridge plugin gave the pod bridge the podCIDR's gateway: the host keeps nothing of the test.

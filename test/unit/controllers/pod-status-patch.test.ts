@@ -44,6 +44,29 @@ describe('podStatusPatch', () => {
     expect(sameStatus(stored, running)).toBe(true);
   });
 
+  it("takes kube-apiserver's `lastState: {}` for the unset lastState the node sends (no write for it)", () => {
+    // The real kube-apiserver answers a container status without lastState with `lastState: {}` (a Go struct, not a pointer).
+    const stored = JSON.parse(JSON.stringify(running)) as V1PodStatus;
+    stored.containerStatuses![0]!.lastState = {};
+    expect(sameStatus(stored, running)).toBe(true);
+    expect(podStatusPatch('u1', stored, running)).toBeUndefined();
+    // A real change still writes the whole list (containerStatuses is atomic).
+    const restarted = { ...running, containerStatuses: [{ ...running.containerStatuses![0]!, restartCount: 1 }] };
+    expect(podStatusPatch('u1', stored, restarted)?.status.containerStatuses).toEqual([expect.objectContaining({ name: 'c', restartCount: 1 })]);
+  });
+
+  it('writes nothing when the stored conditions are the same in another order (the server keeps the order of first writes)', () => {
+    const stored = JSON.parse(JSON.stringify(running)) as V1PodStatus;
+    stored.conditions!.reverse();
+    stored.conditions![0]!.lastTransitionTime = '2025-01-01T00:00:05Z' as unknown as Date;
+    expect(sameStatus(stored, running)).toBe(true);
+    expect(podStatusPatch('u1', stored, running)).toBeUndefined();
+    // A changed condition is still written, alone.
+    const notReady = { ...running, conditions: [running.conditions![0]!, { type: 'Ready', status: 'False', lastTransitionTime: new Date(t0) }] };
+    expect(sameStatus(stored, notReady)).toBe(false);
+    expect(podStatusPatch('u1', stored, notReady)?.status).toEqual({ conditions: [{ type: 'Ready', status: 'False', lastTransitionTime: t0 }] });
+  });
+
   it('carries the UID precondition and only what changed; conditions by type, containerStatuses whole', () => {
     const patch = podStatusPatch('u1', pending, running);
     expect(patch).toEqual({
