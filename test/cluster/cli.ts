@@ -1,17 +1,14 @@
 // npm run control-plane -- up --dir DIR [--apiserver-port N] [--etcd-client-port N] [--etcd-peer-port N]
 //                              [--etcd-metrics-port N] [--controller-manager-port N] [--scheduler-port N]
 //                              [--service-cidr CIDR] [--cluster-cidr CIDR] [--node-cidr-mask-size N] [--bin-dir DIR]
-//                              [--audit-log-path FILE] [--audit-policy-file FILE]
 // npm run control-plane -- down --dir DIR
 // npm run control-plane -- node-credentials --dir DIR NAME
-import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { down, nodeCredentials, runningPids, up, type UpOptions } from './control-plane.js';
 
 const USAGE = `usage: control-plane up --dir DIR [--apiserver-port N] [--etcd-client-port N] [--etcd-peer-port N]
                         [--etcd-metrics-port N] [--controller-manager-port N] [--scheduler-port N]
                         [--service-cidr CIDR] [--cluster-cidr CIDR] [--node-cidr-mask-size N] [--bin-dir DIR]
-                        [--audit-log-path FILE] [--audit-policy-file FILE]
        control-plane down --dir DIR
        control-plane status --dir DIR
        control-plane node-credentials --dir DIR NAME`;
@@ -32,8 +29,6 @@ async function main(argv: string[]): Promise<number> {
       'service-cidr': { type: 'string' },
       'cluster-cidr': { type: 'string' },
       'node-cidr-mask-size': { type: 'string' },
-      'audit-log-path': { type: 'string' },
-      'audit-policy-file': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -65,8 +60,6 @@ async function main(argv: string[]): Promise<number> {
         serviceCidr: values['service-cidr'],
         clusterCidr: values['cluster-cidr'],
         nodeCidrMaskSize: num('node-cidr-mask-size'),
-        auditLogPath: values['audit-log-path'] === undefined ? undefined : resolve(values['audit-log-path']),
-        auditPolicyFile: values['audit-policy-file'] === undefined ? undefined : resolve(values['audit-policy-file']),
         log: (line) => console.error(line),
       };
       const cp = await up(opts);

@@ -46,13 +46,6 @@ export interface ClusterSettings {
   dnsDomain: string;
   /** The name kubeadm gives the control-plane node (etcd member and certificate CN); no kubelet runs for it. */
   controlPlaneName: string;
-  /**
-   * kube-apiserver's audit log (`--audit-log-path`, JSON lines of audit.k8s.io/v1 Events), so a test can count the requests
-   * a client made; '' (the default, as kubeadm): none. `--audit-policy-file` is auditPolicyFile, or when that is '' the
-   * policy DIR/audit-policy.yaml written by `up`: every request at level Metadata, no RequestReceived stage.
-   */
-  auditLogPath: string;
-  auditPolicyFile: string;
 }
 
 export const DEFAULT_SETTINGS: ClusterSettings = {
@@ -68,8 +61,6 @@ export const DEFAULT_SETTINGS: ClusterSettings = {
   clusterName: 'nodelet',
   dnsDomain: 'cluster.local',
   controlPlaneName: 'nodelet-control-plane',
-  auditLogPath: '',
-  auditPolicyFile: '',
 };
 
 export interface UpOptions extends Partial<ClusterSettings> {
@@ -133,7 +124,8 @@ export async function up(opts: UpOptions): Promise<ControlPlane> {
   await ensureKubeconfig(dir, 'scheduler', ca, server, settings, { name: 'system:kube-scheduler', groups: [] });
   const kubernetesVersion = (await run(join(binDir, 'kubeadm'), ['version', '-o', 'short'])).trim();
   await writeFile(join(dir, 'kubeadm.yaml'), kubeadmConfig(dir, settings, kubernetesVersion));
-  if (settings.auditLogPath && !settings.auditPolicyFile) await writeFile(defaultAuditPolicyFile(dir), DEFAULT_AUDIT_POLICY);
+  // Kept for startComponent, which starts a component again with the flags up gave it.
+  await writeAtomic(extraArgsFile(dir), `${JSON.stringify(opts.extraArgs ?? {})}\n`, 0o644);
 
   try {
     for (const component of COMPONENTS) {
@@ -236,8 +228,13 @@ export async function stopComponent(dirArg: string, component: Component): Promi
   return pid !== undefined;
 }
 
+/** Where `up` keeps its extraArgs. */
+function extraArgsFile(dir: string): string {
+  return join(dir, 'run', 'extra-args.json');
+}
+
 /**
- * Starts one component of the cluster in `dir` again (after `stopComponent`) with the flags `up` gave it, and waits until
+ * Starts one component of the cluster in `dir` again (after `stopComponent`) with the flags `up` gave it (extraArgs too), and waits until
  * it is ready (etcd healthy, kube-apiserver's /readyz ok, the controller-manager's and scheduler's health endpoints).
  * Returns its pid; one that already runs is left alone.
  */
@@ -247,7 +244,8 @@ export async function startComponent(dirArg: string, component: Component, opts:
   if (!settings) throw new Error(`${dir} holds no control plane (run up first)`);
   const binDir = opts.binDir ?? (await ensureBinaries());
   const timeoutMs = opts.readyTimeoutMs ?? 180_000;
-  const pid = (await runningPid(dir, component)) ?? (await start(dir, binDir, component, componentArgs(component, dir, settings)));
+  const extra = (JSON.parse(await readFile(extraArgsFile(dir), 'utf8').catch(() => '{}')) as UpOptions['extraArgs'])?.[component] ?? [];
+  const pid = (await runningPid(dir, component)) ?? (await start(dir, binDir, component, [...componentArgs(component, dir, settings), ...extra]));
   const pki = join(dir, 'pki');
   switch (component) {
     case 'etcd':
@@ -374,14 +372,6 @@ export function componentArgs(component: Component, dir: string, s: ClusterSetti
         'requestheader-allowed-names': 'front-proxy-client',
         'proxy-client-cert-file': pki('front-proxy-client.crt'),
         'proxy-client-key-file': pki('front-proxy-client.key'),
-        ...(s.auditLogPath ? {
-          'audit-log-path': s.auditLogPath,
-          'audit-policy-file': s.auditPolicyFile || defaultAuditPolicyFile(dir),
-          // Written as requests are answered (not batched), never rotated away during a test.
-          'audit-log-mode': 'blocking',
-          'audit-log-format': 'json',
-          'audit-log-maxsize': '0',
-        } : {}),
       });
     case 'kube-controller-manager': {
       const kubeconfig = join(dir, 'controller-manager.kubeconfig');
@@ -420,18 +410,6 @@ export function componentArgs(component: Component, dir: string, s: ClusterSetti
     }
   }
 }
-
-/** The audit policy `up` writes when auditLogPath is set without auditPolicyFile. */
-function defaultAuditPolicyFile(dir: string): string {
-  return join(dir, 'audit-policy.yaml');
-}
-
-const DEFAULT_AUDIT_POLICY = stringify({
-  apiVersion: 'audit.k8s.io/v1',
-  kind: 'Policy',
-  omitStages: ['RequestReceived'],
-  rules: [{ level: 'Metadata' }],
-});
 
 function flags(values: Record<string, string>): string[] {
   return Object.entries(values).map(([k, v]) => `--${k}=${v}`);
