@@ -130,6 +130,8 @@ export async function up(opts: UpOptions): Promise<ControlPlane> {
   await ensureKubeconfig(dir, 'scheduler', ca, server, settings, { name: 'system:kube-scheduler', groups: [] });
   const kubernetesVersion = (await run(join(binDir, 'kubeadm'), ['version', '-o', 'short'])).trim();
   await writeFile(join(dir, 'kubeadm.yaml'), kubeadmConfig(dir, settings, kubernetesVersion));
+  // Kept for startComponent, which starts a component again with the flags up gave it.
+  await writeAtomic(extraArgsFile(dir), `${JSON.stringify(opts.extraArgs ?? {})}\n`, 0o644);
 
   try {
     for (const component of COMPONENTS) {
@@ -218,6 +220,56 @@ export async function runningPids(dirArg: string): Promise<Partial<Record<Compon
     if (pid) pids[component] = pid;
   }
   return pids;
+}
+
+/**
+ * Stops one component running from `dir` (SIGTERM, then SIGKILL after the grace period), as an outage: `startComponent`
+ * brings it back with the same flags. Returns whether it was running.
+ */
+export async function stopComponent(dirArg: string, component: Component): Promise<boolean> {
+  const dir = resolve(dirArg);
+  const pid = await runningPid(dir, component);
+  if (pid) await stop(pid);
+  await rm(pidFile(dir, component), { force: true });
+  return pid !== undefined;
+}
+
+/** Where `up` keeps its extraArgs. */
+function extraArgsFile(dir: string): string {
+  return join(dir, 'run', 'extra-args.json');
+}
+
+/**
+ * Starts one component of the cluster in `dir` again (after `stopComponent`) with the flags `up` gave it (extraArgs too), and waits until
+ * it is ready (etcd healthy, kube-apiserver's /readyz ok, the controller-manager's and scheduler's health endpoints).
+ * Returns its pid; one that already runs is left alone.
+ */
+export async function startComponent(dirArg: string, component: Component, opts: { binDir?: string; readyTimeoutMs?: number } = {}): Promise<number> {
+  const dir = resolve(dirArg);
+  const settings = await readSettings(dir);
+  if (!settings) throw new Error(`${dir} holds no control plane (run up first)`);
+  const binDir = opts.binDir ?? (await ensureBinaries());
+  const timeoutMs = opts.readyTimeoutMs ?? 180_000;
+  const extra = (JSON.parse(await readFile(extraArgsFile(dir), 'utf8').catch(() => '{}')) as UpOptions['extraArgs'])?.[component] ?? [];
+  const pid = (await runningPid(dir, component)) ?? (await start(dir, binDir, component, [...componentArgs(component, dir, settings), ...extra]));
+  const pki = join(dir, 'pki');
+  switch (component) {
+    case 'etcd':
+      await waitReady(dir, 'etcd', `https://127.0.0.1:${settings.etcdClientPort}/health`, await loadPair(pki, 'etcd/healthcheck-client'),
+        join(pki, 'etcd', 'ca.crt'), (body) => /"health":\s*"true"/.test(body), timeoutMs);
+      break;
+    case 'kube-apiserver':
+      await waitReady(dir, 'kube-apiserver', `https://127.0.0.1:${settings.apiServerPort}/readyz`, await loadPair(pki, 'apiserver-kubelet-client'),
+        join(pki, 'ca.crt'), (body) => body.trim() === 'ok', timeoutMs);
+      break;
+    case 'kube-controller-manager':
+      await waitReady(dir, component, `https://127.0.0.1:${settings.controllerManagerPort}/healthz`, undefined, undefined, (body) => body.trim() === 'ok', timeoutMs);
+      break;
+    case 'kube-scheduler':
+      await waitReady(dir, component, `https://127.0.0.1:${settings.schedulerPort}/livez`, undefined, undefined, (body) => body.trim() === 'ok', timeoutMs);
+      break;
+  }
+  return pid;
 }
 
 /**

@@ -1,13 +1,10 @@
 // Cluster mode end to end: what a pod occupies on the node (sandbox, containers, netns, host veth, host-local reservation, pod dir) to prove it is all gone.
 import { existsSync } from 'node:fs';
-import { readFile, rm } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { execa } from 'execa';
-import type { V1Pod } from '@kubernetes/client-node';
 import type { CriClient } from '../../../src/cri/client.js';
-import type { TestApiServer } from '../../apiserver/test-apiserver.js';
-import type { Kubectl } from './kubectl.js';
-import { ipReservations, runtimeObjects, sandboxNetns, type AgentProcess } from './agent.js';
+import { ipReservations, runtimeObjects, sandboxNetns } from './agent.js';
 
 /** What one pod holds on the node, recorded while it runs. */
 export interface PodFootprint {
@@ -58,23 +55,4 @@ export async function leftovers(cri: CriClient, fp: PodFootprint): Promise<strin
 export async function containerdLogMentions(text: string, log = '/var/log/nodelet/containerd.log'): Promise<number> {
   const content = await readFile(log, 'utf8').catch(() => '');
   return content.split('\n').filter((l) => l.includes(text)).length;
-}
-
-/**
- * An end-to-end file's clean-up, also after a failed test: the API server back up and the agent running, the API pods
- * deleted the way users remove them (torn down by nodelet), then the static pods' manifests removed and the agent's
- * teardown awaited (else done through CRI); the API server stopped and the work dir removed.
- */
-export async function cleanUpCluster(c: { api: TestApiServer; kubectl: Kubectl; agent: AgentProcess; cri: CriClient; uids: Set<string>; apiPods: string[]; work: string }): Promise<void> {
-  try {
-    await c.api.resume().catch(() => undefined);
-    if (!c.agent.running) await c.agent.start().catch(() => undefined);
-    for (const p of await c.kubectl.get<{ items: V1Pod[] }>('pods').then((l) => l.items).catch(() => [] as V1Pod[])) c.uids.add(p.metadata!.uid!);
-    await c.kubectl.run('delete', 'pod', '--wait=false', '--ignore-not-found', ...c.apiPods).catch(() => undefined);
-    await c.agent.shutdown(c.cri, c.uids);
-  } finally {
-    await c.api.stop();
-    c.cri.close();
-    await rm(c.work, { recursive: true, force: true });
-  }
 }

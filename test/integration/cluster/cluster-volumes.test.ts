@@ -1,45 +1,43 @@
-// Cluster mode against the test API server and the real runtime: configMap, secret and projected volumes, envFrom and keyRefs, missing objects.
-import type { V1Pod } from '@kubernetes/client-node';
-import { parse } from 'yaml';
+// Cluster mode against the real control plane (test/cluster) and the real runtime: configMap, secret and projected
+// volumes, envFrom and keyRefs, missing objects; objects made with the built kubectl, pods bound by kube-scheduler.
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { request } from 'node:https';
+import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
 import { mountsUnder, readMountInfo } from '../../../src/volume/mounter.js';
-import { CriClient } from '../../../src/cri/client.js';
-import { startTestApiServer, SERVICE_ACCOUNT_ISSUER, type TestApiServer } from '../../apiserver/test-apiserver.js';
-import { bindPod } from '../../apiserver/scheduler.js';
-import { apiRequest } from '../../apiserver/test-client.js';
-import { AgentProcess, busybox, criEndpoint, isRunning, testNode, waitFor, waitForRuntimeGone } from '../helpers/agent.js';
+import { busybox, isRunning, testNode, waitFor, waitForRuntimeGone } from '../helpers/agent.js';
+import { startRealCluster, type RealCluster } from '../helpers/real-cluster.js';
 
-const api: TestApiServer = await startTestApiServer({ nodeNames: [testNode] });
-const cri = new CriClient(criEndpoint);
-const agent = await AgentProcess.create();
-const uids = new Set<string>();
+const cluster: RealCluster = await startRealCluster();
+const { kubectl, agent, cri, uids } = cluster;
 
-/** A request as the admin that must answer `code`. */
-async function admin(method: string, path: string, body?: unknown, contentType?: string): Promise<Record<string, unknown>> {
-  const res = await apiRequest(api.admin, method, path, { ...(body !== undefined ? { body } : {}), ...(contentType ? { contentType } : {}) });
-  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${res.text}`);
-  return res.body;
-}
+afterAll(() => cluster.stop(), 300_000);
 
-const ns = '/api/v1/namespaces/default';
-const configMap = (name: string, data: Record<string, string>) => admin('POST', `${ns}/configmaps`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data });
-
-afterAll(async () => {
-  try {
-    // The pods go the way users remove them: deleted in the API server, torn down by nodelet.
-    for (const name of ['vols', 'noenv', 'novol']) await admin('DELETE', `${ns}/pods/${name}`).catch(() => undefined);
-    if (agent.running) await waitForRuntimeGone(cri, [...uids], 60_000).catch(() => undefined);
-    await agent.shutdown(cri, uids);
-  } finally {
-    await api.stop();
-    cri.close();
-  }
-});
+const configMap = (name: string, data: Record<string, string>) =>
+  kubectl.fromFile('create', `cm-${name}.json`, JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data }));
 
 beforeAll(async () => {
   await configMap('app-config', { greeting: 'hello', 'log.level': 'info' });
-  await admin('POST', `${ns}/secrets`, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'db' }, stringData: { user: 'admin', password: 's3cr3t' } });
-  await agent.start(['--kubeconfig', api.nodeKubeconfig(testNode)]);
-}, 60_000);
+  await kubectl.fromFile('create', 'secret-db.json', JSON.stringify({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'db' }, stringData: { user: 'admin', password: 's3cr3t' } }));
+  // Pods are admitted once the namespace's ServiceAccount exists (the ServiceAccount admission plugin mounts its token).
+  await waitFor('the default ServiceAccount', () => kubectl.get('serviceaccount', 'default').catch(() => undefined), 60_000, 500);
+}, 90_000);
+
+/** A GET to the API server with a bearer token (verifying the server against the cluster CA). */
+async function getWithToken(path: string, token: string): Promise<{ status: number; body: { message?: string } }> {
+  const ca = await readFile(cluster.plane.caCert, 'utf8');
+  return new Promise((resolve, reject) => {
+    const req = request(`${cluster.plane.server}${path}`, { ca, headers: { authorization: `Bearer ${token}`, accept: 'application/json' }, agent: false, timeout: 10_000 }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => (text += d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as { message?: string } }));
+    });
+    req.on('timeout', () => req.destroy(new Error(`GET ${path}: timed out`)));
+    req.on('error', reject);
+    req.end();
+  });
+}
 
 async function pod(name: string): Promise<V1Pod | undefined> {
   const p = (await agent.pods()).find((x) => x.metadata?.name === name && x.metadata?.namespace === 'default');
@@ -54,9 +52,10 @@ function waitForPod(name: string, what: string, ok: (p: V1Pod) => boolean, timeo
   }, timeoutMs);
 }
 
+/** `kubectl create -f`, then kube-scheduler binds the pod to this node (the only one). */
 async function createPod(yaml: string, name: string): Promise<void> {
-  await admin('POST', `${ns}/pods`, parse(yaml));
-  await bindPod(api, 'default', name, testNode);
+  expect(await kubectl.fromFile('create', `${name}.yaml`, yaml)).toBe(`pod/${name} created`);
+  await waitFor(`${name} bound by kube-scheduler`, async () => ((await kubectl.get<V1Pod>('pod', name)).spec?.nodeName === testNode ? true : undefined), 60_000, 500);
 }
 
 const containerId = (p: V1Pod, name: string) => p.status!.containerStatuses!.find((c) => c.name === name)!.containerID!.replace('containerd://', '');
@@ -115,13 +114,13 @@ spec:
   expect((await exec(p, 'main', 'grep " /etc/sec " /proc/mounts')).out).toMatch(/^tmpfs \/etc\/sec tmpfs ro/);
   expect((await exec(p, 'main', 'stat -L -c %a /etc/sec/db/password; cat /etc/sec/db/password')).out).toBe('400\ns3cr3t');
 
-  // projected: a token the test API server issued for this pod, the configMap item and the downward API file.
+  // projected: a token kube-apiserver issued for this pod, the configMap item and the downward API file.
   expect((await exec(p, 'main', 'cat /var/run/tok/greeting.txt; echo; cat /var/run/tok/name')).out).toBe('hello\nvols');
   const token = (await exec(p, 'main', 'cat /var/run/tok/vault-token')).out;
   const claims = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8')) as {
     iss: string; aud: string[]; exp: number; iat: number; 'kubernetes.io': { pod: { name: string; uid: string }; serviceaccount: { name: string } };
   };
-  expect(claims.iss).toBe(SERVICE_ACCOUNT_ISSUER);
+  expect(claims.iss).toBe(`https://kubernetes.default.svc.${cluster.plane.settings.dnsDomain}`);
   expect(claims.aud).toEqual(['vault']);
   expect(claims.exp - claims.iat).toBe(600);
   expect(claims['kubernetes.io'].pod).toEqual({ name: 'vols', uid: p.metadata!.uid });
@@ -130,16 +129,16 @@ spec:
   // The ServiceAccount admission plugin's kube-api-access volume: a token the API server accepts, its CA and namespace.
   const sa = '/var/run/secrets/kubernetes.io/serviceaccount';
   expect((await exec(p, 'main', `cat ${sa}/namespace`)).out).toBe('default');
-  expect((await exec(p, 'main', `cat ${sa}/ca.crt`)).out).toBe(api.caPem.trim());
+  expect((await exec(p, 'main', `cat ${sa}/ca.crt`)).out).toBe((await readFile(cluster.plane.caCert, 'utf8')).trim());
   const saToken = (await exec(p, 'main', `cat ${sa}/token`)).out;
   // Authenticated as the pod's service account (which has no RBAC grant: 403 naming it, where a bad token is 401).
-  const asSa = await apiRequest<{ message?: string }>({ url: api.url, caPem: api.caPem, token: saToken }, 'GET', '/api/v1/namespaces/default/pods/vols');
+  const asSa = await getWithToken('/api/v1/namespaces/default/pods/vols', saToken);
   expect(asSa.status).toBe(403);
   expect(asSa.body.message).toContain('User "system:serviceaccount:default:default"');
 
   // An update reaches the files (same container), through the watch, well before the 1-minute resync.
   const before = containerId(p, 'main');
-  await admin('PATCH', `${ns}/configmaps/app-config`, { data: { greeting: 'bonjour' } }, 'application/merge-patch+json');
+  await kubectl.run('patch', 'configmap', 'app-config', '--type', 'merge', '-p', JSON.stringify({ data: { greeting: 'bonjour' } }));
   await waitFor('updated configMap files in the container', async () =>
     (await exec(p, 'main', 'cat /etc/cfg/greeting; echo; cat /var/run/tok/greeting.txt')).out === 'bonjour\nbonjour' ? true : undefined, 20_000, 250);
   p = (await pod('vols'))!;
@@ -178,8 +177,8 @@ spec:
   // kubelet's FailedMount event, attributed to the pod.
   const failedMount = 'MountVolume.SetUp failed for volume "later" : configmap "later" not found';
   await waitFor('the FailedMount event', async () => {
-    const events = await apiRequest<{ items?: { reason?: string; message?: string; involvedObject?: { name?: string } }[] }>(api.admin, 'GET', '/api/v1/namespaces/default/events');
-    return events.body.items?.some((e) => e.involvedObject?.name === 'novol' && e.reason === 'FailedMount' && e.message === failedMount) ? true : undefined;
+    const events = await kubectl.get<{ items: CoreV1Event[] }>('events', '-n', 'default');
+    return events.items.some((e) => e.involvedObject?.name === 'novol' && e.reason === 'FailedMount' && e.message === failedMount) ? true : undefined;
   }, 30_000, 500);
   const novol = (await pod('novol'))!;
   expect(novol.status?.phase).toBe('Pending');
@@ -197,9 +196,8 @@ test('deleting a pod unmounts its secret and projected tmpfs and removes its dir
   const podDir = `${agent.rootDir}/pods/${p.metadata!.uid}`;
   const mounted = mountsUnder(await readMountInfo(), podDir).filter((m) => m.fsType === 'tmpfs').map((m) => m.mountPoint.slice(podDir.length));
   expect(mounted).toEqual(expect.arrayContaining(['/volumes/kubernetes.io~secret/sec', '/volumes/kubernetes.io~projected/tok']));
-  await admin('DELETE', `${ns}/pods/vols`);
+  expect(await kubectl.run('delete', 'pod', 'vols', '--wait=false')).toBe('pod "vols" deleted');
   await waitForRuntimeGone(cri, [p.metadata!.uid!], 60_000);
   await waitFor('pod directory removed', async () => (mountsUnder(await readMountInfo(), podDir).length === 0 && !(await pod('vols')) ? true : undefined), 30_000);
-  const { existsSync } = await import('node:fs');
   await waitFor('pod dir gone', async () => (!existsSync(podDir) ? true : undefined), 30_000);
 });

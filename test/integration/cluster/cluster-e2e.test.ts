@@ -1,29 +1,24 @@
-// Cluster mode end to end, as a user sees it: the test API server, the real containerd and CNI, the real nodelet and the
-// real kubectl. The node is Ready and its Lease renews; a pod created with kubectl and bound runs, answers on its IP,
-// restarts when killed, crash-loops when failing, reads a configMap volume that follows updates, has its events, is
-// refused by admission when too big, and leaves nothing behind when kubectl deletes it; a static pod gets its mirror pod.
+// Cluster mode end to end, as a user sees it: the real control plane (kube-apiserver, kube-controller-manager,
+// kube-scheduler of test/cluster), the real containerd and CNI, the real nodelet and the built kubectl. The node is Ready
+// and its Lease renews; a pod created with kubectl and bound by kube-scheduler runs, answers on its IP, restarts when
+// killed, crash-loops when failing, reads a configMap volume that follows updates, has its events, is refused by
+// admission when too big, and leaves nothing behind when kubectl deletes it; a static pod gets its mirror pod.
 import { networkInterfaces } from 'node:os';
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { CoreV1Event, V1Lease, V1Node, V1Pod } from '@kubernetes/client-node';
 import { parseQuantity } from '../../../src/core/quantity.js';
-import { CriClient } from '../../../src/cri/client.js';
-import { startTestApiServer, type TestApiServer } from '../../apiserver/test-apiserver.js';
-import { bindPod } from '../../apiserver/scheduler.js';
-import { AgentProcess, busybox, containerPid, criEndpoint, httpGet, runtimeObjects, staticName, testNode, waitFor } from '../helpers/agent.js';
-import { cleanUpCluster, containerdLogMentions, leftovers, podFootprint } from '../helpers/cluster.js';
-import { Kubectl } from '../helpers/kubectl.js';
+import { busybox, containerPid, httpGet, runtimeObjects, staticName, testNode, waitFor } from '../helpers/agent.js';
+import { containerdLogMentions, leftovers, podFootprint } from '../helpers/cluster.js';
+import { startRealCluster, type RealCluster } from '../helpers/real-cluster.js';
 
-const work = await mkdtemp(join(tmpdir(), 'nodelet-e2e-'));
-const api: TestApiServer = await startTestApiServer({ nodeNames: [testNode] });
-const kubectl = new Kubectl(api.adminKubeconfig, join(work, 'kube-cache'), work);
-const cri = new CriClient(criEndpoint);
-const agent = await AgentProcess.create({ kubeconfig: api.nodeKubeconfig(testNode) });
-const uids = new Set<string>();
-const apiPods = ['web', 'crash', 'cfg', 'hog', 'stubborn'];
+const cluster: RealCluster = await startRealCluster();
+const { kubectl, agent, cri, uids } = cluster;
+const staticManifests = ['static-web.yaml'];
 
-afterAll(() => cleanUpCluster({ api, kubectl, agent, cri, uids, apiPods, work }), 180_000);
+// The static pods go first (their mirror pods would come back), then the fixture's clean-up proves nothing is left.
+afterAll(async () => {
+  for (const file of staticManifests) await agent.removeManifest(file);
+  await cluster.stop();
+}, 300_000);
 
 const staticManifest = `apiVersion: v1
 kind: Pod
@@ -38,20 +33,22 @@ spec:
 `;
 
 beforeAll(async () => {
+  // Written once nodelet runs (the fixture starts it): the file source picks the new file up.
   await agent.writeManifest('static-web.yaml', staticManifest);
-  await agent.start();
-}, 60_000);
-
+  // Pods are admitted once the namespace's ServiceAccount exists (the ServiceAccount admission plugin mounts its token).
+  await waitFor('the default ServiceAccount', () => kubectl.get('serviceaccount', 'default').catch(() => undefined), 60_000, 500);
+}, 90_000);
 /** kubectl's view of a pod (JSON); its UID is remembered for the clean-up. */
 const getPod = (name: string): Promise<V1Pod> => kubectl.pod(name, uids);
 
 const waitForPod = (name: string, what: string, ok: (p: V1Pod) => boolean, timeoutMs = 60_000): Promise<V1Pod> =>
   kubectl.waitForPod(name, what, ok, { seen: uids, timeoutMs });
 
-/** `kubectl create -f <name>.yaml`, then the scheduler's binding to this node. */
+/** `kubectl create -f <name>.yaml`, then kube-scheduler binds it to this node (the only one). */
 async function createAndBind(name: string, yaml: string): Promise<void> {
   expect(await kubectl.fromFile('create', `${name}.yaml`, yaml)).toBe(`pod/${name} created`);
-  await bindPod(api, 'default', name, testNode);
+  const bound = await waitForPod(name, 'bound by kube-scheduler', (p) => !!p.spec?.nodeName, 60_000);
+  expect(bound.spec!.nodeName).toBe(testNode);
 }
 
 const running = (p: V1Pod) =>
@@ -221,17 +218,20 @@ spec:
 test('a pod requesting more cpu than the node has is Failed with reason OutOfcpu, and containerd never sees it', async () => {
   const node = await kubectl.get<V1Node>('node', testNode);
   const allocatableCpu = node.status!.allocatable!.cpu!;
-  await createAndBind('hog', `apiVersion: v1
+  // kube-scheduler would never bind it (Insufficient cpu): it names the node itself, as a pod bound past the scheduler's
+  // view (another scheduler, a race) reaches the node, whose own admission must refuse it.
+  expect(await kubectl.fromFile('create', 'hog.yaml', `apiVersion: v1
 kind: Pod
 metadata: {name: hog}
 spec:
+  nodeName: ${testNode}
   containers:
   - name: main
     image: ${busybox}
     imagePullPolicy: IfNotPresent
     command: ["sleep", "3600"]
     resources: {requests: {cpu: "1000"}}
-`);
+`)).toBe('pod/hog created');
   const pod = await waitForPod('hog', 'Failed', (p) => p.status?.phase === 'Failed', 60_000);
   expect(pod.status?.reason).toBe('OutOfcpu');
   // kubelet's message counts millicores: requested 1000 cpu, against the node's allocatable.
@@ -254,7 +254,9 @@ test('a static pod from --pod-manifest-path gets its mirror pod <name>-<node> in
   const row = await waitFor('the mirror pod Running in kubectl get pod -o wide', async () => {
     const r = (await kubectl.table('pod', '-o', 'wide')).find((x) => x.NAME === name);
     return r?.STATUS === 'Running' ? r : undefined;
-  }, 60_000, 500);
+  }, 60_000, 500).catch((err: Error) => {
+    throw new Error(`${err.message}\nnodelet's mirror pod log:\n${agent.logLines().filter((l) => /mirror/i.test(JSON.stringify(l))).slice(-10).map((l) => JSON.stringify(l)).join('\n')}`);
+  });
   expect(row).toMatchObject({ READY: '1/1', NODE: testNode });
   const mirror = await getPod(name);
   expect(mirror.metadata?.annotations?.['kubernetes.io/config.mirror']).toBeTruthy();

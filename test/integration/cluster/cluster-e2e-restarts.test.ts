@@ -1,27 +1,33 @@
-// Cluster mode end to end through restarts and outages, with the test API server, the real containerd and CNI, the real
-// nodelet and the real kubectl: restarting nodelet changes nothing; a pod deleted while nodelet is down is torn down when
-// it starts; a 30 s API server outage (same store) ends with nodelet relisting, reporting and heartbeating again.
-import { mkdtemp, readFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+// Cluster mode end to end through restarts and outages, with the real control plane (test/cluster), the real
+// containerd and CNI, the real nodelet and the built kubectl: restarting nodelet changes nothing (kube-apiserver's audit
+// log shows no write); a pod deleted while nodelet is down is torn down when it starts; a 30 s kube-apiserver outage (its
+// process stopped, etcd kept) ends with nodelet relisting, reporting and heartbeating again.
 import type { V1Lease, V1Node, V1Pod } from '@kubernetes/client-node';
-import { CriClient } from '../../../src/cri/client.js';
-import { startTestApiServer, type TestApiServer } from '../../apiserver/test-apiserver.js';
-import { bindPod } from '../../apiserver/scheduler.js';
-import { AgentProcess, busybox, containerPid, criEndpoint, httpGet, runtimeObjects, sleep, staticName, testNode, waitFor } from '../helpers/agent.js';
-import { cleanUpCluster, leftovers, podFootprint } from '../helpers/cluster.js';
-import { Kubectl } from '../helpers/kubectl.js';
+import { stringify } from 'yaml';
+import { runningPids, startComponent, stopComponent } from '../../cluster/control-plane.js';
+import { busybox, containerPid, httpGet, runtimeObjects, sleep, staticName, testNode, waitFor } from '../helpers/agent.js';
+import { leftovers, podFootprint } from '../helpers/cluster.js';
+import { startRealCluster, type AuditEvent, type RealCluster } from '../helpers/real-cluster.js';
 
-const work = await mkdtemp(join(tmpdir(), 'nodelet-e2e-'));
-const auditLog = join(work, 'audit.log');
-const api: TestApiServer = await startTestApiServer({ nodeNames: [testNode], auditLogPath: auditLog });
-const kubectl = new Kubectl(api.adminKubeconfig, join(work, 'kube-cache'), work);
-const cri = new CriClient(criEndpoint);
-const agent = await AgentProcess.create({ kubeconfig: api.nodeKubeconfig(testNode) });
-const uids = new Set<string>();
-const apiPods = ['keep', 'gone', 'survivor', 'after'];
+// kube-apiserver's audit log (the fixture's): every request at Metadata, watches as they start too, and the bodies of
+// pod status writes (so a failure shows what was written).
+const auditPolicy = stringify({
+  apiVersion: 'audit.k8s.io/v1',
+  kind: 'Policy',
+  omitStages: ['RequestReceived'],
+  rules: [
+    { level: 'Request', verbs: ['patch', 'update'], resources: [{ group: '', resources: ['pods/status'] }] },
+    { level: 'Metadata' },
+  ],
+});
+const cluster: RealCluster = await startRealCluster({ auditPolicy });
+const { kubectl, agent, cri, uids } = cluster;
 
-afterAll(() => cleanUpCluster({ api, kubectl, agent, cri, uids, apiPods, work }), 180_000);
+afterAll(async () => {
+  // Whatever a failed test left stopped comes back first: the clean-up needs the API server.
+  for (const component of ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler'] as const) await startComponent(cluster.dir, component).catch(() => undefined);
+  await cluster.stop();
+}, 400_000);
 
 beforeAll(async () => {
   await agent.writeManifest('static-keep.yaml', `apiVersion: v1
@@ -35,8 +41,9 @@ spec:
     imagePullPolicy: IfNotPresent
     command: ["sleep", "3600"]
 `);
-  await agent.start();
-}, 60_000);
+  // Pods are admitted once the namespace's ServiceAccount exists (the ServiceAccount admission plugin mounts its token).
+  await waitFor('the default ServiceAccount', () => kubectl.get('serviceaccount', 'default').catch(() => undefined), 60_000, 500);
+}, 90_000);
 
 /** kubectl's view of a pod (JSON); its UID is remembered for the clean-up. */
 const getPod = (name: string): Promise<V1Pod> => kubectl.pod(name, uids);
@@ -56,9 +63,11 @@ spec:
     command: ["sh", "-c", "mkdir -p /www && echo ${name} > /www/index.html && exec httpd -f -p 8080 -h /www"]
 `;
 
+/** `kubectl create -f`, then kube-scheduler binds the pod to this node (the only one). */
 async function createAndBind(name: string): Promise<void> {
   expect(await kubectl.fromFile('create', `${name}.yaml`, webPod(name))).toBe(`pod/${name} created`);
-  await bindPod(api, 'default', name, testNode);
+  const bound = await waitForPod(name, 'bound by kube-scheduler', (p) => !!p.spec?.nodeName, 60_000);
+  expect(bound.spec!.nodeName).toBe(testNode);
 }
 
 const running = (p: V1Pod) =>
@@ -67,20 +76,10 @@ const containerId = (p: V1Pod) => p.status!.containerStatuses![0]!.containerID!.
 const renewTime = async () => new Date((await kubectl.get<V1Lease>('lease', '-n', 'kube-node-lease', testNode)).spec!.renewTime as unknown as string).getTime();
 const nodeReady = async () => (await kubectl.get<V1Node>('node', testNode)).status?.conditions?.find((c) => c.type === 'Ready');
 
-interface AuditEvent {
-  verb: string;
-  user: { username?: string };
-  objectRef?: { resource?: string; name?: string; subresource?: string };
-  stage: string;
-  requestReceivedTimestamp: string;
-}
-
-/** The node's requests logged by the API server since `since` (ms); watches as they start, others when answered. */
+/** The node's requests kube-apiserver logged since `since` (ms); watches as they start, others when answered. */
 async function nodeRequests(since: number): Promise<AuditEvent[]> {
-  const lines = (await readFile(auditLog, 'utf8')).split('\n').filter((l) => l !== '');
-  return lines
-    .map((l) => JSON.parse(l) as AuditEvent)
-    .filter((e) => e.user.username === `system:node:${testNode}` && (e.stage === 'ResponseComplete' || (e.verb === 'watch' && e.stage === 'ResponseStarted')) && new Date(e.requestReceivedTimestamp).getTime() >= since);
+  return (await cluster.audit())
+    .filter((e) => e.user.username === `system:node:${testNode}` && (e.stage === 'ResponseComplete' || (e.verb === 'watch' && e.stage === 'ResponseStarted')) && new Date(e.requestReceivedTimestamp!).getTime() >= since);
 }
 
 test('restarting nodelet while pods run changes nothing: same containers, restart counts, sandboxes, and no status writes', async () => {
@@ -126,7 +125,7 @@ test('restarting nodelet while pods run changes nothing: same containers, restar
   expect(mirror.metadata!.uid).toBe(after.mirror.metadata!.uid);
   expect(await sorted()).toEqual(runtimeBefore);
   const writes = (await nodeRequests(restarted)).filter((e) => e.objectRef?.resource === 'pods' && ['create', 'update', 'patch', 'delete'].includes(e.verb));
-  expect(writes.map((e) => `${e.verb} ${e.objectRef?.name}/${e.objectRef?.subresource ?? ''}`)).toEqual([]);
+  expect(writes.map((e) => `${e.verb} ${e.objectRef?.name}/${e.objectRef?.subresource ?? ''}${e.requestObject ? ` ${JSON.stringify(e.requestObject)}` : ''}`)).toEqual([]);
   expect(await httpGet(`http://${after.keep.status!.podIP}:8080/`)).toBe('keep\n');
 }, 180_000);
 
@@ -158,13 +157,14 @@ test('a pod deleted through the API while nodelet is stopped is torn down when i
   expect((await getPod('keep')).status?.containerStatuses?.[0]?.restartCount).toBe(0);
 }, 180_000);
 
-test('a 30 s API server outage: nodelet keeps the pods, then relists, reports a restart made during it, heartbeats, and runs new pods', async () => {
+test('a 30 s kube-apiserver outage: nodelet keeps the pods, then relists, reports a restart made during it, heartbeats, and runs new pods', async () => {
   await createAndBind('survivor');
   const survivor = await waitForPod('survivor', 'Running', running, 90_000);
   const keepBefore = await getPod('keep');
   expect((await nodeReady())?.status).toBe('True');
 
-  await api.suspend();
+  // kube-apiserver's process stopped (etcd, the controller-manager and the scheduler keep running).
+  expect(await stopComponent(cluster.dir, 'kube-apiserver')).toBe(true);
   const down = Date.now();
   try {
     await sleep(3_000);
@@ -177,9 +177,14 @@ test('a 30 s API server outage: nodelet keeps the pods, then relists, reports a 
     }, 20_000, 250);
     await sleep(Math.max(0, 30_000 - (Date.now() - down)));
   } finally {
-    await api.resume();
+    await startComponent(cluster.dir, 'kube-apiserver');
   }
   const up = Date.now();
+  // The controller-manager and the scheduler exit when they cannot renew their leader lease through the API server
+  // (as on kubeadm's nodes, where the kubelet restarts their static pods): started again where they did.
+  for (const component of ['kube-controller-manager', 'kube-scheduler'] as const) {
+    if (!(await runningPids(cluster.dir))[component]) await startComponent(cluster.dir, component);
+  }
   expect(agent.running).toBe(true);
 
   const restarted = await waitForPod('survivor', 'restartCount 1 reported after the outage', (p) => running(p) && p.status!.containerStatuses![0]!.restartCount === 1, 90_000);

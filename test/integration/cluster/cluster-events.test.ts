@@ -1,45 +1,24 @@
-// Cluster mode's events against the test API server, the real runtime and the real kubectl: a pod's Pulled, Created and
-// Started events about its container, and a crash-looping container's BackOff as one event whose count grows.
+// Cluster mode's events against the real control plane (test/cluster), the real runtime and the built kubectl: a pod's
+// Pulled, Created and Started events about its container, and a crash-looping container's BackOff as one event whose
+// count grows.
 import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
-import { execa } from 'execa';
-import { parse } from 'yaml';
-import { CriClient } from '../../../src/cri/client.js';
-import { startTestApiServer, type TestApiServer } from '../../apiserver/test-apiserver.js';
-import { bindPod } from '../../apiserver/scheduler.js';
-import { apiRequest } from '../../apiserver/test-client.js';
-import { AgentProcess, busybox, criEndpoint, isRunning, testNode, waitFor, waitForRuntimeGone } from '../helpers/agent.js';
+import { busybox, isRunning, testNode, waitFor } from '../helpers/agent.js';
+import { startRealCluster, type RealCluster } from '../helpers/real-cluster.js';
 
-const api: TestApiServer = await startTestApiServer({ nodeNames: [testNode] });
-const cri = new CriClient(criEndpoint);
-const agent = await AgentProcess.create();
-const uids = new Set<string>();
-const ns = '/api/v1/namespaces/default';
-const podNames = ['ev-web', 'ev-crash'];
+const cluster: RealCluster = await startRealCluster();
+const { kubectl, agent, uids } = cluster;
 
-async function admin(method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
-  const res = await apiRequest(api.admin, method, path, body !== undefined ? { body } : {});
-  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${res.text}`);
-  return res.body;
-}
-
-afterAll(async () => {
-  try {
-    for (const name of podNames) await admin('DELETE', `${ns}/pods/${name}`).catch(() => undefined);
-    if (agent.running) await waitForRuntimeGone(cri, [...uids], 60_000).catch(() => undefined);
-    await agent.shutdown(cri, uids);
-  } finally {
-    await api.stop();
-    cri.close();
-  }
-});
+afterAll(() => cluster.stop(), 300_000);
 
 beforeAll(async () => {
-  await agent.start(['--kubeconfig', api.nodeKubeconfig(testNode)]);
-}, 60_000);
+  // Pods are admitted once the namespace's ServiceAccount exists (the ServiceAccount admission plugin mounts its token).
+  await waitFor('the default ServiceAccount', () => kubectl.get('serviceaccount', 'default').catch(() => undefined), 60_000, 500);
+}, 90_000);
 
+/** `kubectl create -f`, then kube-scheduler binds the pod to this node (the only one). */
 async function createPod(yaml: string, name: string): Promise<void> {
-  await admin('POST', `${ns}/pods`, parse(yaml));
-  await bindPod(api, 'default', name, testNode);
+  expect(await kubectl.fromFile('create', `${name}.yaml`, yaml)).toBe(`pod/${name} created`);
+  await waitFor(`${name} bound by kube-scheduler`, async () => ((await kubectl.get<V1Pod>('pod', name)).spec?.nodeName === testNode ? true : undefined), 60_000, 500);
 }
 
 function waitForPod(name: string, what: string, ok: (p: V1Pod) => boolean, timeoutMs = 60_000): Promise<V1Pod> {
@@ -52,8 +31,7 @@ function waitForPod(name: string, what: string, ok: (p: V1Pod) => boolean, timeo
 
 /** The events about one pod, as `kubectl get events -o json` lists them. */
 async function podEvents(name: string): Promise<CoreV1Event[]> {
-  const { stdout } = await execa('kubectl', ['--kubeconfig', api.adminKubeconfig, 'get', 'events', '-n', 'default', '-o', 'json']);
-  return (JSON.parse(stdout) as { items: CoreV1Event[] }).items.filter((e) => e.involvedObject.kind === 'Pod' && e.involvedObject.name === name);
+  return (await kubectl.get<{ items: CoreV1Event[] }>('events', '-n', 'default')).items.filter((e) => e.involvedObject.kind === 'Pod' && e.involvedObject.name === name);
 }
 
 test('a started pod has Pulled, Created and Started events about its container, shown by kubectl', async () => {
@@ -94,8 +72,8 @@ spec:
   }
 
   // kubectl's own rendering: OBJECT pod/<name>; -o wide adds SUBOBJECT (the field path), SOURCE and COUNT.
-  const wide = await execa('kubectl', ['--kubeconfig', api.adminKubeconfig, 'get', 'events', '-n', 'default', '-o', 'wide']);
-  const started = wide.stdout.split('\n').find((l) => l.includes('Started container web'));
+  const wide = await kubectl.run('get', 'events', '-n', 'default', '-o', 'wide');
+  const started = wide.split('\n').find((l) => l.includes('Started container web'));
   expect(started).toBeDefined();
   expect(started).toContain('pod/ev-web');
   expect(started).toContain('spec.containers{web}');

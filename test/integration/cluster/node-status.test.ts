@@ -1,44 +1,27 @@
-// Cluster mode's node side with the test API server, the real containerd and the real kubectl: registration, Ready, Lease, pod CIDR.
-import { execa } from 'execa';
+// Cluster mode's node side against the real control plane (kube-apiserver, kube-controller-manager, kube-scheduler of
+// test/cluster), the real containerd and the built kubectl: registration, Ready, Lease, the controller-manager's pod CIDR.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { release, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { V1Lease, V1Node } from '@kubernetes/client-node';
-import { startTestApiServer, type TestApiServer } from '../../apiserver/test-apiserver.js';
-import { subnetCollisions } from '../../../src/cni/conflist.js';
-import { hostRoutes } from '../../../src/host/routes.js';
-import { busybox, isRunning, startContainerd, stopContainerd, testAgent, testNode, waitFor } from '../helpers/agent.js';
+import { cidrContains, parseCidr, parseIp } from '../../../src/cni/cidr.js';
+import { busybox, isRunning, startContainerd, stopContainerd, waitFor, type AgentProcess } from '../helpers/agent.js';
+import { startRealCluster, type RealCluster } from '../helpers/real-cluster.js';
 
-// The Node's pod CIDR: the first of these /24s no host route uses (the bench's floor bridge may hold one of them).
-const nodeCidr = await (async () => {
-  const routes = await hostRoutes();
-  const free = Array.from({ length: 20 }, (_, i) => `10.${120 + i}.0.0/24`).find((c) => subnetCollisions(c, routes).length === 0);
-  if (!free) throw new Error('no free /24 in 10.120-139.0.0 for the pod CIDR test');
-  return free;
-})();
-const nodeGateway = nodeCidr.replace(/0\/24$/, '1/24');
-const { agent, uids } = await testAgent(async () => {
-  // The bridge plugin gave the pod bridge the new range's gateway address; the host keeps nothing of the test.
-  await execa('ip', ['addr', 'del', nodeGateway, 'dev', 'nodelet0'], { reject: false });
-  await server?.stop();
-  await rm(configDir, { recursive: true, force: true });
-});
-let server: TestApiServer | undefined;
 const configDir = await mkdtemp(join(tmpdir(), 'nodelet-config-'));
+let cluster: RealCluster;
+let agent: AgentProcess;
+let testNode: string;
 
 async function kubectl(...args: string[]): Promise<string> {
-  const { stdout } = await execa('kubectl', ['--kubeconfig', server!.adminKubeconfig, ...args], { timeout: 20_000 });
-  return stdout;
+  return cluster.kubectl.run(...args);
 }
 
 async function getJson<T>(...args: string[]): Promise<T> {
-  return JSON.parse(await kubectl('get', ...args, '-o', 'json')) as T;
+  return cluster.kubectl.get<T>(...args);
 }
 
 beforeAll(async () => {
-  // No pods run (tests hold the lock); a gateway address an earlier test left on the pod bridge would pin its range.
-  await execa('ip', ['addr', 'flush', 'dev', 'nodelet0', 'scope', 'global'], { reject: false });
-  server = await startTestApiServer({ nodeNames: [testNode] });
   const config = join(configDir, 'kubelet.yaml');
   await writeFile(
     config,
@@ -55,8 +38,19 @@ beforeAll(async () => {
       '',
     ].join('\n'),
   );
-  await agent.start(['--kubeconfig', server.nodeKubeconfig(testNode), '--config', config]);
-});
+  cluster = await startRealCluster({ agentArgs: ['--config', config] });
+  agent = cluster.agent;
+  testNode = cluster.nodeName;
+}, 300_000);
+
+afterAll(async () => {
+  try {
+    await agent?.removeManifest('cidr.yaml');
+    await cluster?.stop();
+  } finally {
+    await rm(configDir, { recursive: true, force: true });
+  }
+}, 300_000);
 
 test('the node registers and kubectl get nodes -o wide shows it Ready with its address, OS, kernel and runtime', async () => {
   const row = await waitFor('node Ready in kubectl get nodes', async () => {
@@ -110,9 +104,13 @@ test("the node's Lease is owned by the Node and its renewTime advances", async (
   expect(Date.parse(String(later.spec?.renewTime))).toBeGreaterThan(Date.parse(renewed));
 });
 
-test('Node.spec.podCIDR set by a controller manager gives new pods IPs from it', async () => {
-  await waitFor('the node', () => getJson<V1Node>('node', testNode).catch(() => undefined), 30_000, 500);
-  await kubectl('patch', 'node', testNode, '--type=merge', '-p', JSON.stringify({ spec: { podCIDR: nodeCidr, podCIDRs: [nodeCidr] } }));
+test("the controller-manager's Node.spec.podCIDR gives new pods IPs from it", async () => {
+  // kube-controller-manager (--allocate-node-cidrs) cut it from the cluster CIDR when the Node registered.
+  const node = await getJson<V1Node>('node', testNode);
+  const nodeCidr = node.spec!.podCIDR!;
+  expect(nodeCidr).toMatch(/^\d+\.\d+\.\d+\.0\/24$/);
+  expect(node.spec?.podCIDRs).toEqual([nodeCidr]);
+  expect(cidrContains(parseCidr(cluster.plane.settings.clusterCidr), parseIp(nodeCidr.replace(/\/24$/, ''))!)).toBe(true);
   await waitFor('the agent to take the pod CIDR', async () =>
     agent.logLines().some((l) => l.podCIDR === nodeCidr && String(l.msg).startsWith('Pod network now allocates')) ? true : undefined,
   30_000, 500);
@@ -130,8 +128,8 @@ spec:
   const pod = await agent.waitForPod('cidr', 'Running with an IP', isRunning, 60_000).catch((err: Error) => {
     throw new Error(`${err.message}\nagent log:\n${agent.logLines().filter((l) => JSON.stringify(l).includes('cidr')).slice(-15).map((l) => JSON.stringify(l)).join('\n')}`);
   });
-  uids.add(pod.metadata!.uid!);
-  expect(pod.status?.podIP?.startsWith(nodeCidr.replace(/0\/24$/, ''))).toBe(true);
+  cluster.uids.add(pod.metadata!.uid!);
+  expect(cidrContains(parseCidr(nodeCidr), parseIp(pod.status!.podIP!)!)).toBe(true);
 });
 
 test("the node turns Ready=False with kubelet's reason when containerd goes away, and Ready again when it is back", async () => {
