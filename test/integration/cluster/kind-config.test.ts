@@ -30,7 +30,9 @@ let cluster: RealCluster;
 
 beforeAll(async () => {
   for (const h of hierarchies) await mkdir(join(h.mountPoint, cgroupRoot), { recursive: true });
-  cluster = await startRealCluster({ agentArgs: ['--config', kindConfig] });
+  // kind's file names the client CA /etc/kubernetes/pki/ca.crt, where `kubeadm join` puts the cluster's CA; the test gives
+  // nodelet that CA by flag (flags win over the file, as in kubelet) rather than writing into the host's /etc/kubernetes.
+  cluster = await startRealCluster({ agentArgs: (dir) => ['--config', kindConfig, '--client-ca-file', join(dir, 'ca.crt')] });
 }, 420_000);
 
 afterAll(async () => {

@@ -27,8 +27,8 @@ export const podBridge = 'nodelet0';
 export interface RealClusterOptions {
   /** The Node's name (--hostname-override); default testNode. */
   nodeName?: string;
-  /** More nodelet flags. */
-  agentArgs?: string[];
+  /** More nodelet flags; a function gets the control plane's directory (its CA is `<dir>/ca.crt`). */
+  agentArgs?: string[] | ((dir: string) => string[]);
   /**
    * Leave kubeadm's CoreDNS Deployment and kube-proxy DaemonSet as `kubeadm init phase addon all` made them. By default
    * CoreDNS is scaled to 0 and kube-proxy gets a nodeSelector no node has before nodelet joins: their pods would land on
@@ -173,7 +173,7 @@ export async function startRealCluster(opts: RealClusterOptions = {}): Promise<R
     await execa('ip', ['addr', 'flush', 'dev', podBridge, 'scope', 'global'], { reject: false });
     const nodeKubeconfig = await nodeCredentials(dir, nodeName);
     agent = await AgentProcess.create({ kubeconfig: nodeKubeconfig, nodeName });
-    await agent.start(opts.agentArgs ?? []);
+    await agent.start(typeof opts.agentArgs === 'function' ? opts.agentArgs(dir) : (opts.agentArgs ?? []));
     log(`real-cluster: nodelet started as ${nodeName}`);
     const node = await waitFor(`Node ${nodeName} Ready with a podCIDR`, async () => {
       const n = await kubectl!.get<V1Node>('node', nodeName).catch(() => undefined);
