@@ -23,6 +23,42 @@ interface ProbeRuns {
   succeededLogged?: { readiness: number; liveness: number };
 }
 
+
+const restarts = (pods: V1Pod[]) => pods.reduce((sum, p) => sum + (p.status?.containerStatuses ?? []).reduce((s, c) => s + (c.restartCount ?? 0), 0), 0);
+const readyCount = (pods: V1Pod[]) => pods.filter((p) => isRunning(p) && isReady(p)).length;
+
+/** Lists the probe pods until all n are Running and Ready (progress every 10 s), failing when the agent exits or time runs out. */
+async function waitAllReady(o: {
+  who: string;
+  process: { running: boolean; recentOutput(): string };
+  n: number;
+  t0: number;
+  list: () => Promise<V1Pod[]>;
+  signal: AbortSignal;
+  /** A probe pod that ended (Failed, Succeeded) can never become Ready: fail at once. */
+  checkEnded: boolean;
+}): Promise<V1Pod[]> {
+  const { n, t0 } = o;
+  let lastReport = t0;
+  for (;;) {
+    if (!o.process.running) throw new Error(`${o.who} exited while the probe pods started:\n${o.process.recentOutput()}`);
+    const pods = await o.list();
+    const ended = o.checkEnded && pods.find((p) => p.status?.phase === 'Failed' || p.status?.phase === 'Succeeded');
+    if (ended) throw new Error(`probe pod ${ended.metadata?.name} ended ${ended.status?.phase}: ${JSON.stringify(ended.status)}`);
+    const ready = readyCount(pods);
+    if (ready === n) return pods;
+    if (now() - t0 > probeReadyTimeoutMs) {
+      const pending = pods.find((p) => !(isRunning(p) && isReady(p)));
+      throw new Error(`${n - ready} of ${n} ${o.who} probe pods not Running and Ready after ${probeReadyTimeoutMs / 1000} s; e.g. ${pending?.metadata?.name ?? 'one not listed'}: ${JSON.stringify(pending?.status ?? 'not listed')}\n${o.process.recentOutput()}`);
+    }
+    if (now() - lastReport >= 10_000) {
+      progress(`  ${ready}/${n} Running and Ready after ${fmtMs(now() - t0)}`);
+      lastReport = now();
+    }
+    await delay(500, undefined, { signal: o.signal });
+  }
+}
+
 /** One agent's CPU and memory over the probe window. */
 export interface AgentLoad {
   avgCores: number;
@@ -92,27 +128,7 @@ export async function runProbeLoad(bench: Bench): Promise<ProbeLoad> {
   agent.renameManifestsIn(names);
 
   const ours = async () => (await listPods(agent.socket)).filter((p) => wanted.has(p.metadata?.name ?? ''));
-  const restarts = (pods: V1Pod[]) => pods.reduce((sum, p) => sum + (p.status?.containerStatuses ?? []).reduce((s, c) => s + (c.restartCount ?? 0), 0), 0);
-  const readyCount = (pods: V1Pod[]) => pods.filter((p) => isRunning(p) && isReady(p)).length;
-  let pods: V1Pod[];
-  let lastReport = t0;
-  for (;;) {
-    if (!agent.running) throw new Error(`nodelet exited while the probe pods started:\n${agent.recentOutput()}`);
-    pods = await ours();
-    const ended = pods.find((p) => p.status?.phase === 'Failed' || p.status?.phase === 'Succeeded');
-    if (ended) throw new Error(`probe pod ${ended.metadata?.name} ended ${ended.status?.phase}: ${JSON.stringify(ended.status)}`);
-    const ready = readyCount(pods);
-    if (ready === n) break;
-    if (now() - t0 > probeReadyTimeoutMs) {
-      const pending = pods.find((p) => !(isRunning(p) && isReady(p)));
-      throw new Error(`${n - ready} of ${n} probe pods not Running and Ready after ${probeReadyTimeoutMs / 1000} s; e.g. ${pending?.metadata?.name ?? 'one not listed'}: ${JSON.stringify(pending?.status ?? 'not listed')}\n${agent.recentOutput()}`);
-    }
-    if (now() - lastReport >= 10_000) {
-      progress(`  ${ready}/${n} Running and Ready after ${fmtMs(now() - t0)}`);
-      lastReport = now();
-    }
-    await delay(500, undefined, { signal });
-  }
+  let pods = await waitAllReady({ who: 'nodelet', process: agent, n, t0, list: ours, signal, checkEnded: true });
   const allReadyAfterMs = now() - t0;
   const restartsBefore = restarts(pods);
   progress(`probe load: all ${n} pods Running and Ready after ${fmtMs(allReadyAfterMs)}; settling ${probeSettleMs / 1000} s...`);
@@ -302,25 +318,7 @@ export async function runKubeletProbeLoad(bench: Bench): Promise<KubeletProbeLoa
   const t0 = now();
   kubelet.renameManifestsIn(names);
   const ours = async () => (await kubelet.pods()).filter((p) => wanted.has(p.metadata?.name ?? ''));
-  const restarts = (pods: V1Pod[]) => pods.reduce((sum, p) => sum + (p.status?.containerStatuses ?? []).reduce((s, c) => s + (c.restartCount ?? 0), 0), 0);
-  const readyCount = (pods: V1Pod[]) => pods.filter((p) => isRunning(p) && isReady(p)).length;
-  let pods: V1Pod[];
-  let lastReport = t0;
-  for (;;) {
-    if (!kubelet.running) throw new Error(`kubelet exited while the probe pods started:\n${kubelet.recentOutput()}`);
-    pods = await ours();
-    const ready = readyCount(pods);
-    if (ready === n) break;
-    if (now() - t0 > probeReadyTimeoutMs) {
-      const pending = pods.find((p) => !(isRunning(p) && isReady(p)));
-      throw new Error(`${n - ready} of ${n} kubelet probe pods not Running and Ready after ${probeReadyTimeoutMs / 1000} s; e.g. ${pending?.metadata?.name ?? 'one not listed'}: ${JSON.stringify(pending?.status ?? 'not listed')}\n${kubelet.recentOutput()}`);
-    }
-    if (now() - lastReport >= 10_000) {
-      progress(`  ${ready}/${n} Running and Ready after ${fmtMs(now() - t0)}`);
-      lastReport = now();
-    }
-    await delay(500, undefined, { signal });
-  }
+  let pods = await waitAllReady({ who: 'kubelet', process: kubelet, n, t0, list: ours, signal, checkEnded: false });
   const allReadyAfterMs = now() - t0;
   const restartsBefore = restarts(pods);
   progress(`kubelet probe load: all ${n} pods Running and Ready after ${fmtMs(allReadyAfterMs)}; settling ${probeSettleMs / 1000} s...`);
