@@ -22,7 +22,7 @@ import { startTestApiServer, type TestApiServer } from '../test/apiserver/test-a
 import type { LogLine } from './agent.js';
 import type { FloorSample } from './floor.js';
 import type { Bench } from './session.js';
-import { errorText, fmtMs, median, now, percentile, progress, round1, round2, round3, stepMedians, type StepMedians } from './util.js';
+import { cleanupSteps, errorText, fmtMs, median, now, percentile, progress, round1, round2, round3, stepMedians, type StepMedians } from './util.js';
 import { benchNamespace, benchNode, benchPods, podSpec } from './workload.js';
 
 export const targetFloorFactor = 1.3;
@@ -428,14 +428,7 @@ class ClusterPhase {
   }
 
   async close(): Promise<string[]> {
-    const errors: string[] = [];
-    const step = async (what: string, fn: () => Promise<void>) => {
-      try {
-        await fn();
-      } catch (err) {
-        errors.push(`${what}: ${errorText(err)}`);
-      }
-    };
+    const { errors, step } = cleanupSteps();
     const { bench } = this;
     if (this.admin && this.api && bench.agent?.running) {
       progress('cluster: deleting the pods through the API and waiting until nodelet removed them...');

@@ -13,7 +13,7 @@ import { BenchKubelet, kubeletEndpoint } from './kubelet.js';
 import type { Options } from './options.js';
 import { otherAgentProcesses } from './procfs.js';
 import { listPods } from './status-client.js';
-import { errorText, now, progress } from './util.js';
+import { cleanupSteps, errorText, now, progress } from './util.js';
 import { benchNamespace, benchPods, busybox, podNamespaceLabel } from './workload.js';
 
 const cniSocket = '/run/nodelet/cni.sock';
@@ -275,14 +275,7 @@ export class Bench {
 
   /** Tears everything down: the bench pods (through the agent, then CRI), the agent, the temp dir, the tests lock. */
   async cleanup(): Promise<string[]> {
-    const errors: string[] = [];
-    const step = async (what: string, fn: () => Promise<void>) => {
-      try {
-        await fn();
-      } catch (err) {
-        errors.push(`${what}: ${errorText(err)}`);
-      }
-    };
+    const { errors, step } = cleanupSteps();
     this.stopWatching();
     const agent = this.agent;
     if (agent?.running) {

@@ -58,3 +58,16 @@ export function stepMedians<K extends string>(keys: readonly K[], reps: Map<stri
   }
   return out;
 }
+
+/** A clean-up's steps: each runs even when an earlier one failed; their failures are collected in `errors`, named. */
+export function cleanupSteps(): { errors: string[]; step: (what: string, fn: () => Promise<void>) => Promise<void> } {
+  const errors: string[] = [];
+  const step = async (what: string, fn: () => Promise<void>) => {
+    try {
+      await fn();
+    } catch (err) {
+      errors.push(`${what}: ${errorText(err)}`);
+    }
+  };
+  return { errors, step };
+}
