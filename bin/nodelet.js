@@ -1,5 +1,9 @@
-#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=1 --no-concurrent-recompilation
+#!/bin/sh
+":" //; node="$(dirname "$(readlink -f "$0")")/../node_modules/node/bin/node"; [ -x "$node" ] || { echo "nodelet: the project's Node is missing at $node (run npm ci in $(dirname "$(readlink -f "$0")")/..)" >&2; exit 127; }; MALLOC_ARENA_MAX=2 exec "$node" --max-semi-space-size=1 --no-concurrent-recompilation "$0" "$@"
 // Entry point: the compiled CLI lives in dist/ (built by `npm ci` through the prepare script).
+// Run as a program, this file is first read by sh (the line above): it starts the Node the project pins through npm
+// (node_modules/node), never whatever `node` comes first on PATH (the system's may be end-of-life, a bare machine or a
+// systemd unit has none), and then this same file as JavaScript, where that line is only a string and a comment.
 // A 1 MB young generation keeps the agent's peak RSS near its working set (V8 otherwise grows it to
 // 128 MB under a burst of pod starts or steady probing), and two malloc arenas keep the threads' native
 // allocations from fragmenting into more. Optimizing compiles run on the main thread: on a background
