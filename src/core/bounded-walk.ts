@@ -8,13 +8,20 @@
  */
 export const MAX_OBJECT_DEPTH = 1000;
 
+const MAX_SHOWN_PATH = 100;
+
 /** A value over a limit: `field` is the path where the walk stopped (`spec.containers[0].env`, "" for the root). */
 export class ObjectLimitError extends Error {
+  readonly field: string;
+
   constructor(
-    readonly field: string,
+    field: string,
     readonly detail: string,
   ) {
-    super(field ? `${field}: ${detail}` : detail);
+    // A path a thousand levels deep says no more than its start does.
+    const shown = field.length > MAX_SHOWN_PATH ? `${field.slice(0, MAX_SHOWN_PATH)}...` : field;
+    super(shown ? `${shown}: ${detail}` : detail);
+    this.field = shown;
     this.name = 'ObjectLimitError';
   }
 }

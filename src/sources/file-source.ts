@@ -8,7 +8,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { systemClock, type Clock } from '../core/clock.js';
 import { CONFIG_SEEN_ANNOTATION } from '../core/config-annotations.js';
-import { parsePodManifests } from './manifest.js';
+import { parsePodManifests, type ManifestError } from './manifest.js';
 
 export interface FilePodSourceOptions {
   /** The static pod directory (kubelet's staticPodPath); read non-recursively. */
@@ -35,6 +35,9 @@ const RACY_WINDOW_MS = 2000;
 const SETTLE_MS = 100;
 
 const manifestName = /\.(ya?ml|json)$/;
+
+/** How many of a file's errors its log line shows. */
+const MAX_LOGGED_ERRORS = 10;
 
 /** kubelet's maxConfigLength: its file source reads at most 10 MiB of a manifest. */
 export const MAX_MANIFEST_BYTES = 10 * 1024 * 1024;
@@ -310,16 +313,20 @@ export class FilePodSource {
       this.scheduleSettleScan(SETTLE_MS - ageMs);
       return cached;
     }
-    for (const e of errors) {
-      this.log.warn(
-        { file: path, field: e.field, document: e.document },
-        `invalid pod manifest: ${e.field ? `${e.field}: ` : ''}${e.message}`,
-      );
-    }
+    if (errors.length > 0) this.reportInvalid(path, errors);
     if (pods.length > 0) {
       this.log.info({ file: path, pods: pods.map((p) => `${p.metadata?.namespace}/${p.metadata?.name}`) }, 'static pod manifest loaded');
     }
     return { ...fileStat, text, pods };
+  }
+
+  /** One line per file and content, with its first errors (a hostile file may have thousands). */
+  private reportInvalid(path: string, errors: ManifestError[]): void {
+    const multiDoc = errors.some((e) => e.document > 0);
+    const shown = errors.slice(0, MAX_LOGGED_ERRORS).map((e) => `${multiDoc ? `document ${e.document}: ` : ''}${e.field ? `${e.field}: ` : ''}${e.message}`);
+    if (errors.length > shown.length) shown.push(`and ${errors.length - shown.length} more`);
+    const first = errors[0]!;
+    this.log.warn({ file: path, field: first.field, document: first.document, errors: errors.length }, `invalid pod manifest: ${shown.join('; ')}`);
   }
 
   /** Logs a file that cannot be read once, until its problem or the file changes; its pods are dropped meanwhile. */

@@ -104,7 +104,11 @@ const MAX_ALIAS_COUNT = 100;
 
 type Decoded = { documents: unknown[] } | { syntaxError: string; document: number };
 
+// YAML allows no C0 control character but tab and line breaks, nor DEL; Go's YAML reader refuses them with this message.
+const controlCharacter = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/;
+
 function decodeDocuments(text: string): Decoded {
+  if (controlCharacter.test(text)) return { syntaxError: 'control characters are not allowed', document: 0 };
   // Plain JSON is the common machine-written form; JSON.parse is faster and exact for it.
   if (/^\s*\{/.test(text)) {
     try {
