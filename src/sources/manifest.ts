@@ -124,6 +124,11 @@ function decodeDocuments(text: string): Decoded {
     const documents: unknown[] = [];
     for (const doc of docs) {
       const err = doc.errors[0];
+      if (err?.code === 'RESOURCE_EXHAUSTION') {
+        // The reader's own recursion ran out of stack: say what the input did, not what the reader hit.
+        const at = err.linePos?.[0];
+        return { syntaxError: `nested too deep to read${at ? ` at line ${at.line}, column ${at.col}` : ''}`, document: index };
+      }
       if (err) return { syntaxError: firstLine(err.message), document: index };
       // The YAML library's guard against alias bombs: an anchor's nodes times its aliases stay within the count.
       documents.push(doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT }));
