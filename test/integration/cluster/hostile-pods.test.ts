@@ -10,10 +10,6 @@ const { kubectl, agent, uids } = cluster;
 
 afterAll(() => cluster.stop(), 300_000);
 
-beforeAll(async () => {
-  await waitFor('the default ServiceAccount', () => kubectl.get('serviceaccount', 'default').catch(() => undefined), 60_000, 500);
-}, 90_000);
-
 /** Bound to the node in the manifest: a pod the scheduler would hold back (a missing PVC) still reaches nodelet. */
 const podYaml = (name: string, spec: string) => `apiVersion: v1
 kind: Pod
@@ -60,6 +56,8 @@ const hostile = [
 ];
 
 test('each pod nodelet cannot handle is Failed with a reason and an event; the good pod runs beside them', async () => {
+  // The ServiceAccount admission plugin refuses pods until the namespace's default ServiceAccount exists.
+  await waitFor('the default ServiceAccount', () => kubectl.get('serviceaccount', 'default').catch(() => undefined), 60_000, 500);
   for (const h of hostile) expect(await kubectl.fromFile('create', `${h.name}.yaml`, podYaml(h.name, h.spec))).toBe(`pod/${h.name} created`);
   expect(await kubectl.fromFile('create', 'good.yaml', podYaml('good', `  containers:\n${container('main')}`))).toBe('pod/good created');
 
