@@ -66,7 +66,9 @@ SPAWN_HELPER=/opt/nodelet/bin/nodelet-spawn
 PAUSE_IMAGE=localhost/nodelet/pause:1.0
 BUSYBOX_IMAGE=localhost/nodelet/busybox:1.35
 IMAGE_PATH_ENV=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-PACKAGES=(containerd runc containernetworking-plugins busybox-static iptables iproute2 gcc libc6-dev)
+# Beyond the runtime: openssl (the agent's self-signed kubelet API certificate, the control plane's PKI), ca-certificates
+# (Go fetches the Kubernetes modules over HTTPS), curl and procps (pgrep) for tests: none is in a minimal Debian 12.
+PACKAGES=(containerd runc containernetworking-plugins busybox-static iptables iproute2 gcc libc6-dev openssl ca-certificates curl procps)
 
 if [[ $INSTANCE == main ]]; then TAG="runtime"; else TAG="runtime($INSTANCE)"; fi
 log() { printf '%s: %s\n' "$TAG" "$*" >&2; }

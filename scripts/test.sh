@@ -19,9 +19,10 @@ cleanup() {
   if [ "$started_runtime" = 1 ]; then bash scripts/runtime.sh down || true; fi
 }
 trap cleanup EXIT
+# The rig first: it installs what a bare Debian lacks, the CA certificates Go's module downloads need among them.
+bash scripts/runtime.sh up
 # The Kubernetes binaries the control-plane tests run (built once into /var/cache/nodelet; a no-op afterwards).
 bash scripts/kube-build.sh >/dev/null
-bash scripts/runtime.sh up
 status=0
 node --experimental-vm-modules node_modules/jest/bin/jest.js --runInBand --json --outputFile="$results" "$@" || status=$?
 summary=$(node -e '

@@ -73,8 +73,12 @@ function agentLogger(values: Map<string, string>): Logger {
   return configureLogger({ ...(format ? { format } : {}), level: verbosityLevel(Number(values.get('v'))) });
 }
 
-/** An AbortSignal that SIGINT or SIGTERM aborts. */
+/**
+ * An AbortSignal that SIGINT or SIGTERM aborts. Until then a stray rejected promise (a bug: the sources, workers and
+ * controllers catch their own errors) is logged, not fatal: the pods the agent runs are worth more than a clean exit.
+ */
 function shutdownSignal(log: Logger): AbortSignal {
+  process.on('unhandledRejection', (err) => log.error({ err }, 'Unhandled promise rejection (a bug); the agent keeps running'));
   const controller = new AbortController();
   for (const sig of ['SIGINT', 'SIGTERM'] as const) {
     process.once(sig, () => {

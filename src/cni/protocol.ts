@@ -1,4 +1,5 @@
 // CNI protocol details shared by the executor, the shim server and the DEL fallback: versions, CNI_ARGS, results.
+import { boundedCopy, ObjectLimitError } from '../core/bounded-walk.js';
 import { parseCidr } from './cidr.js';
 import { CniError, CniErrorCode, type CniResult, type CniRuntimeConf } from './types.js';
 
@@ -87,6 +88,13 @@ export function parseResult(stdout: string, plugin: string): CniResult {
       plugin,
       cause: err,
     });
+  }
+  try {
+    // The result is cached, logged and handed to the next plugin as prevResult: it must be a value those walks survive.
+    parsed = boundedCopy(parsed);
+  } catch (err) {
+    if (!(err instanceof ObjectLimitError)) throw err;
+    throw new CniError({ code: CniErrorCode.DecodingFailure, msg: `result field ${err.message}`, plugin });
   }
   if (!isObject(parsed) || typeof parsed.cniVersion !== 'string') {
     throw new CniError({

@@ -1,4 +1,4 @@
-// The agent's structured logger: pino JSON lines by default, a readable one-line form on a terminal.
+// The agent's structured logger: pino JSON lines, or kubelet's (klog's) readable text, by default on a terminal.
 import { Writable } from 'node:stream';
 import { pino, type Logger, type DestinationStream } from 'pino';
 
@@ -6,30 +6,43 @@ export type { Logger } from 'pino';
 
 export type LogFormat = 'json' | 'text';
 
-const levelNames: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
+// klog's severity letters: kubelet's text log has no debug or trace severity, only verbosity levels of Info.
+const severities: Record<number, string> = { 10: 'I', 20: 'I', 30: 'I', 40: 'W', 50: 'E', 60: 'F' };
 const skippedKeys = new Set(['level', 'time', 'msg', 'pid', 'hostname', 'name']);
 
-/** Renders one pino JSON line as `HH:MM:SS.mmm LEVEL msg key=value ...` for people. */
-export function formatTextLine(line: string): string {
+const pad = (n: number, width = 2) => String(n).padStart(width, '0');
+
+/** A value as klog's structured text shows it: strings quoted, numbers and booleans bare, anything else as JSON. */
+function klogValue(v: unknown): string {
+  if (typeof v === 'string') return JSON.stringify(v);
+  if (v === undefined) return '<nil>';
+  return JSON.stringify(v) ?? String(v);
+}
+
+/**
+ * Renders one pino JSON line in klog's text format, as kubelet prints it:
+ * `I1126 10:00:00.000000    1234 nodelet] "message" pod="ns/name" err="..."` (severity, local date and time in
+ * microseconds, process id, the logger's name where klog has the source file, then the message and key/value pairs).
+ */
+export function formatTextLine(line: string, pid: number = process.pid): string {
   let rec: Record<string, unknown>;
   try {
     rec = JSON.parse(line) as Record<string, unknown>;
   } catch {
     return line;
   }
-  const time = typeof rec.time === 'number' ? new Date(rec.time).toISOString().slice(11, 23) : '';
-  const level = levelNames[rec.level as number] ?? String(rec.level);
+  const d = new Date(typeof rec.time === 'number' ? rec.time : Date.now());
+  const header =
+    `${severities[rec.level as number] ?? 'I'}${pad(d.getMonth() + 1)}${pad(d.getDate())} ` +
+    `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}.${pad(d.getMilliseconds(), 3)}000 ` +
+    `${String(pid).padStart(7)} ${typeof rec.name === 'string' ? rec.name : 'nodelet'}]`;
   const fields = Object.entries(rec)
     .filter(([k]) => !skippedKeys.has(k))
     .map(([k, v]) => {
-      if (k === 'err' && v && typeof v === 'object') {
-        const err = v as { message?: string; stack?: string };
-        return `err=${JSON.stringify(err.message ?? '')}`;
-      }
-      const s = typeof v === 'string' ? v : JSON.stringify(v);
-      return `${k}=${/[\s"=]/.test(s) ? JSON.stringify(s) : s}`;
+      if (k === 'err' && v && typeof v === 'object') return `err=${JSON.stringify((v as { message?: string }).message ?? '')}`;
+      return `${k}=${klogValue(v)}`;
     });
-  return `${time} ${level.padEnd(5)} ${String(rec.msg ?? '')}${fields.length ? ' ' + fields.join(' ') : ''}`;
+  return [header, JSON.stringify(String(rec.msg ?? '')), ...fields].join(' ');
 }
 
 function textDestination(out: NodeJS.WritableStream): DestinationStream {
@@ -66,7 +79,7 @@ export interface LoggerOptions {
   level?: string;
 }
 
-/** Creates the root logger; `text` is chosen by default only when stderr is a terminal. */
+/** Creates the root logger; `text` is the default when the log's stream (stderr, as kubelet's) is a terminal. */
 export function createLogger(opts: LoggerOptions = {}): Logger {
   const format = opts.format ?? (process.stderr.isTTY ? 'text' : 'json');
   const level = opts.level ?? process.env.NODELET_LOG_LEVEL ?? 'info';

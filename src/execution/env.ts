@@ -2,7 +2,7 @@
 import type { V1Container, V1EnvVar, V1Pod } from '@kubernetes/client-node';
 import type { NodeAllocatable } from '../host/allocatable.js';
 import { podFieldValue as metadataFieldValue, resourceFieldValue } from '../volume/downward-api.js';
-import { expandVars } from '../core/env-expansion.js';
+import { ExpansionLimitError, MAX_CONTAINER_ENV_LENGTH, envTooLarge, expandVars } from '../core/env-expansion.js';
 import { envFromSources, keyRefValue, type ApiEnvContext } from './env-from-api.js';
 import { SyncError } from '../core/sync-result.js';
 
@@ -65,6 +65,12 @@ async function valueFrom(pod: V1Pod, container: V1Container, e: V1EnvVar, field:
   throw new Error(`${field}.valueFrom: no supported source`);
 }
 
+/** kubelet's CreateContainerConfigError, naming the pod and container. */
+export function configError(pod: V1Pod, container: V1Container, detail: string, cause?: unknown): SyncError {
+  const m = pod.metadata ?? {};
+  return new SyncError('CreateContainerConfigError', `pod ${m.namespace}/${m.name}, container ${container.name}: ${detail}`, { cause });
+}
+
 /**
  * The container's environment in kubelet's makeEnvironmentVariables order: the envFrom sources first, then each
  * `value` expanded against the variables defined before it and then the service variables, each `valueFrom` read
@@ -77,14 +83,17 @@ export async function containerEnv(pod: V1Pod, container: V1Container, field: st
   const services = ctx.serviceEnv ?? new Map<string, string>();
   // kubelet's MappingFuncFor(tmpEnv, serviceEnv): the container's own variables first.
   const lookup = { get: (name: string) => env.get(name) ?? services.get(name) };
+  let envBytes = 0;
   for (const [i, e] of (container.env ?? []).entries()) {
     try {
       const value = e.valueFrom ? await valueFrom(pod, container, e, `${field}.env[${i}]`, ctx) : expandVars(e.value ?? '', lookup);
       if (value !== undefined) env.set(e.name, value);
+      envBytes += e.name.length + (value?.length ?? 0);
+      if (envBytes > MAX_CONTAINER_ENV_LENGTH) throw new Error(`${field}.env: ${envTooLarge}`);
     } catch (err) {
       if (err instanceof SyncError) throw err;
-      const m = pod.metadata ?? {};
-      throw new SyncError('CreateContainerConfigError', `pod ${m.namespace}/${m.name}, container ${container.name}: ${(err as Error).message}`, { cause: err });
+      const detail = err instanceof ExpansionLimitError ? `${field}.env[${i}].value: ${err.message}` : (err as Error).message;
+      throw configError(pod, container, detail, err);
     }
   }
   for (const [name, value] of services) if (!env.has(name)) env.set(name, value);

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { ContainerConfig, DnsConfig, KeyValueMap, Mount, NamespaceOption, PodSandboxConfig, PortMapping, Protocol } from '../cri/types.js';
 import { containerHash } from '../decisions/container-hash.js';
-import { expandVars } from '../core/env-expansion.js';
+import { ExpansionLimitError, expandVars } from '../core/env-expansion.js';
+import { configError } from './env.js';
 import {
   containerHashAnnotation,
   containerNameLabel,
@@ -123,6 +124,18 @@ export interface ContainerConfigInputs {
  * `env` is the container's resolved environment (see env.ts); command and args are expanded against it.
  * Throws SyncError CreateContainerConfigError for user errors (runAsNonRoot violated, an invalid quantity).
  */
+/** The container's command or args with $(VAR) expanded; an expansion over the limit is its CreateContainerConfigError. */
+function expandAll(pod: V1Pod, container: V1Container, field: 'command' | 'args', env: ReadonlyMap<string, string>): string[] {
+  return (container[field] ?? []).map((s, i) => {
+    try {
+      return expandVars(s, env);
+    } catch (err) {
+      if (err instanceof ExpansionLimitError) throw configError(pod, container, `${field}[${i}]: ${err.message}`, err);
+      throw err;
+    }
+  });
+}
+
 export function buildContainerConfig(
   pod: V1Pod,
   container: V1Container,
@@ -142,8 +155,8 @@ export function buildContainerConfig(
   return {
     metadata: { name: container.name, attempt: restartCount },
     image: { image: container.image ?? '' },
-    command: (container.command ?? []).map((s) => expandVars(s, env)),
-    args: (container.args ?? []).map((s) => expandVars(s, env)),
+    command: expandAll(pod, container, 'command', env),
+    args: expandAll(pod, container, 'args', env),
     workingDir: container.workingDir ?? '',
     envs: [...env].map(([key, value]) => ({ key, value })),
     mounts: inputs.mounts ?? [],

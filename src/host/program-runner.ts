@@ -52,6 +52,9 @@ function exitMessage(signal: string | undefined): string {
   return signal ? `killed by ${signal}` : '';
 }
 
+/** The most of a program's stdout and of its stderr that is kept, the spawn helper's limit too. */
+const MAX_PROGRAM_OUTPUT = 16 * 1024 * 1024;
+
 /** Starts each program with child_process.spawn: a fork of this whole process. */
 export class DirectProgramRunner implements ProgramRunner {
   run(run: ProgramRun): Promise<ProgramExit> {
@@ -73,8 +76,16 @@ export class DirectProgramRunner implements ProgramRunner {
         }
       };
       run.signal?.addEventListener('abort', kill, { once: true });
-      child.stdout!.on('data', (d: Buffer) => stdout.push(d));
-      child.stderr!.on('data', (d: Buffer) => stderr.push(d));
+      // As the spawn helper does: what a program prints beyond 16 MiB is dropped, not held in memory.
+      const held = new Map<Buffer[], number>([[stdout, 0], [stderr, 0]]);
+      const keep = (chunks: Buffer[], d: Buffer): void => {
+        const n = held.get(chunks)!;
+        if (n >= MAX_PROGRAM_OUTPUT) return;
+        chunks.push(d.subarray(0, MAX_PROGRAM_OUTPUT - n));
+        held.set(chunks, n + d.length);
+      };
+      child.stdout!.on('data', (d: Buffer) => keep(stdout, d));
+      child.stderr!.on('data', (d: Buffer) => keep(stderr, d));
       child.on('error', (err) => (spawnError = err));
       // A program may exit without reading its stdin: the broken pipe is not an error.
       child.stdin!.on('error', () => undefined);

@@ -8,6 +8,12 @@ import { TokenBucket } from './token-bucket.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
+/**
+ * The longest watch event line read before the stream is treated as broken: kube-apiserver refuses request bodies
+ * over 3 MiB, so no stored object's JSON comes near it.
+ */
+const MAX_WATCH_EVENT_LENGTH = 32 * 1024 * 1024;
+
 export const mergePatch = 'application/merge-patch+json';
 export const strategicMergePatch = 'application/strategic-merge-patch+json';
 
@@ -205,6 +211,8 @@ export class KubeClient {
           }
           req.onEvent(event);
         }
+        // What is left is one unfinished event.
+        if (buffered.length > MAX_WATCH_EVENT_LENGTH) throw new ApiUnavailableError(`${what}: an event longer than ${MAX_WATCH_EVENT_LENGTH} characters`);
       }
     } catch (err) {
       if (req.signal.aborted) return;

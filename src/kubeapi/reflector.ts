@@ -3,6 +3,7 @@ import type { KubeClient, WatchEvent } from './client.js';
 import { isGone } from './client.js';
 import type { Logger } from '../core/log.js';
 import { systemClock, type Clock } from '../core/clock.js';
+import { boundedCopy, ObjectLimitError } from '../core/bounded-walk.js';
 
 /** What the reflector needs of the API client (a fake stands in for it in tests). */
 export type ListWatchClient = Pick<KubeClient, 'request' | 'watch'>;
@@ -48,6 +49,8 @@ const minWatchTimeoutSeconds = 300;
 
 export class Reflector<T extends KubeObject> {
   private readonly objects = new Map<string, T>();
+  /** The resourceVersion last refused per UID, so a refused object is logged once per version. */
+  private readonly refused = new Map<string, string | undefined>();
   private resourceVersion = '';
   private synced = false;
   private failures = 0;
@@ -125,7 +128,8 @@ export class Reflector<T extends KubeObject> {
     this.objects.clear();
     for (const item of list.items ?? []) {
       const uid = item.metadata?.uid;
-      if (uid) this.objects.set(uid, item);
+      const accepted = uid ? this.accept(item) : undefined;
+      if (uid && accepted) this.objects.set(uid, accepted);
     }
     this.resourceVersion = list.metadata?.resourceVersion ?? '';
     this.synced = true;
@@ -160,9 +164,30 @@ export class Reflector<T extends KubeObject> {
     if (event.type === 'BOOKMARK') return;
     const uid = obj?.metadata?.uid;
     if (!uid) return;
-    if (event.type === 'DELETED') this.objects.delete(uid);
-    else this.objects.set(uid, obj);
+    if (event.type === 'DELETED') this.refused.delete(uid);
+    const accepted = event.type === 'DELETED' ? undefined : this.accept(obj);
+    if (accepted) this.objects.set(uid, accepted);
+    else this.objects.delete(uid);
     this.publish();
+  }
+
+  /**
+   * The object as a plain copy, or undefined when it nests too deep or refers to itself: the API server's schema
+   * never gives such an object, so one is a broken or hostile server's, refused with one line naming it.
+   */
+  private accept(obj: T): T | undefined {
+    try {
+      return boundedCopy(obj) as T;
+    } catch (err) {
+      if (!(err instanceof ObjectLimitError)) throw err;
+      const m = obj.metadata;
+      const uid = m?.uid ?? '';
+      if (this.refused.get(uid) !== m?.resourceVersion) {
+        this.opts.log.warn({ what: this.opts.what, object: `${m?.namespace ?? ''}/${m?.name ?? ''}`, field: err.field }, `API object refused: ${err.message}`);
+      }
+      this.refused.set(uid, m?.resourceVersion);
+      return undefined;
+    }
   }
 
   private publish(): void {

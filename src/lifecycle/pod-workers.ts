@@ -28,7 +28,14 @@ export class PodWorkers {
     for (const [uid, worker] of this.workers) {
       if (!wanted.has(uid)) worker.terminate();
     }
-    for (const pod of wanted.values()) this.ensureWorker(pod);
+    for (const pod of wanted.values()) {
+      try {
+        this.ensureWorker(pod);
+      } catch (err) {
+        // One pod nodelet cannot take on must not keep the others from their workers.
+        this.log.error({ err, pod: `${pod.metadata?.namespace}/${pod.metadata?.name}`, podUid: pod.metadata?.uid }, 'Cannot start or update the pod worker');
+      }
+    }
   }
 
   /** Starts a pod's termination with this grace period (the pod was deleted); no-op for a pod without a worker. */

@@ -6,6 +6,7 @@ import { resourceQuantity } from '../decisions/qos.js';
 import { forbiddenSysctls } from '../decisions/sysctl-admission.js';
 import type { WaitingReason } from '../decisions/status.js';
 import { unsupportedPodFields } from '../decisions/unsupported.js';
+import { podLimitRejection } from '../decisions/pod-limits.js';
 
 /** kubelet's reasons for pods refused for lack of a resource (lifecycle.OutOf*). */
 const outOfReasons: Record<string, string> = {
@@ -200,6 +201,8 @@ export function admitPod(pod: V1Pod, others: readonly V1Pod[], node: V1Node): Ad
     const untolerated = (node.spec?.taints ?? []).find((t) => t.effect === 'NoExecute' && !(pod.spec?.tolerations ?? []).some((tol) => tolerates(tol, t)));
     if (untolerated) return predicateFailure('TaintToleration', "node(s) had taints that the pod didn't tolerate");
   }
+  const overLimit = podLimitRejection(pod);
+  if (overLimit) return { admit: false, ...overLimit };
   // Admission runs in cluster mode, where configMaps, secrets and tokens come from the API server.
   const unsupported = unsupportedPodFields(pod, { apiServer: true });
   if (unsupported) return { admit: false, ...unsupported };

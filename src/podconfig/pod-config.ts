@@ -139,7 +139,7 @@ export class PodConfig {
       // worker has stopped it.
       let running = all.filter((p) => this.admitted.has(uidOf(p)) && (!ended(p) || workers.isKnown(uidOf(p))));
       for (const pod of fresh) {
-        const result: AdmitResult = node ? admitPod(pod, running, node) : { admit: true };
+        const result: AdmitResult = node ? this.admit(pod, running, node) : { admit: true };
         if (result.admit) {
           this.admitted.add(uidOf(pod));
           running = [...running, pod];
@@ -164,6 +164,15 @@ export class PodConfig {
     workers.setDesiredPods(active(), this.allSourcesReady);
     this.resyncMirrors();
     this.finishDeletions();
+  }
+
+  /** admitPod, where a pod that makes it throw is that pod's rejection (kubelet's UnexpectedAdmissionError), not every pod's. */
+  private admit(pod: V1Pod, running: V1Pod[], node: V1Node): AdmitResult {
+    try {
+      return admitPod(pod, running, node);
+    } catch (err) {
+      return { admit: false, reason: 'UnexpectedAdmissionError', message: `Admission failed unexpectedly: ${err instanceof Error ? err.message : String(err)}` };
+    }
   }
 
   /** Mirror pods follow the static pods; orphaned ones are only known once every source has spoken. */

@@ -1,12 +1,14 @@
 // Static pod file source: watches the manifest directory and reports the full set of valid pods whenever it changes.
 import { watch, type BigIntStats, type FSWatcher } from 'node:fs';
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { isUtf8 } from 'node:buffer';
+import { constants } from 'node:fs';
+import { lstat, open, readdir, realpath, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { systemClock, type Clock } from '../core/clock.js';
 import { CONFIG_SEEN_ANNOTATION } from '../core/config-annotations.js';
-import { parsePodManifests } from './manifest.js';
+import { parsePodManifests, type ManifestError } from './manifest.js';
 
 export interface FilePodSourceOptions {
   /** The static pod directory (kubelet's staticPodPath); read non-recursively. */
@@ -33,6 +35,59 @@ const RACY_WINDOW_MS = 2000;
 const SETTLE_MS = 100;
 
 const manifestName = /\.(ya?ml|json)$/;
+
+/** How many of a file's errors its log line shows. */
+const MAX_LOGGED_ERRORS = 10;
+
+/** kubelet's maxConfigLength: its file source reads at most 10 MiB of a manifest. */
+export const MAX_MANIFEST_BYTES = 10 * 1024 * 1024;
+
+/** A manifest file refused before parsing; `stamp` identifies the file's version, so each is logged once. */
+class ManifestFileError extends Error {
+  constructor(
+    readonly code: 'NotRegular' | 'OutsideDir' | 'TooLarge' | 'NotText',
+    readonly stamp: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+function tooLarge(size: bigint | undefined): string {
+  return `is larger than ${MAX_MANIFEST_BYTES} bytes${size === undefined ? '' : ` (${size})`}, kubelet's limit for a manifest`;
+}
+
+function fileType(st: BigIntStats): string {
+  if (st.isFIFO()) return 'a FIFO';
+  if (st.isDirectory()) return 'a directory';
+  if (st.isSocket()) return 'a socket';
+  if (st.isCharacterDevice() || st.isBlockDevice()) return 'a device';
+  return 'not a file';
+}
+
+/** The file's bytes, or undefined when it holds more than `limit` (it may have grown since its stat). */
+async function readAtMost(path: string, limit: number): Promise<Buffer | undefined> {
+  // O_NONBLOCK: should the file have become a FIFO since its stat, the open does not wait for a writer.
+  const fh = await open(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
+  try {
+    const st = await fh.stat();
+    if (!st.isFile()) throw new ManifestFileError('NotRegular', '', 'is not a regular file');
+    let buf = Buffer.alloc(Math.min(limit, st.size) + 1);
+    let length = 0;
+    for (;;) {
+      if (length === buf.length) {
+        if (length > limit) return undefined;
+        buf = Buffer.concat([buf, Buffer.alloc(Math.min(limit + 1, buf.length * 2) - buf.length)]);
+      }
+      const { bytesRead } = await fh.read(buf, length, buf.length - length, null);
+      if (bytesRead === 0) break;
+      length += bytesRead;
+    }
+    return length > limit ? undefined : buf.subarray(0, length);
+  } finally {
+    await fh.close();
+  }
+}
 
 interface ManifestFile {
   ino: bigint;
@@ -148,7 +203,10 @@ export class FilePodSource {
   private async scan(): Promise<void> {
     const paths = await this.listManifests();
     if (paths === undefined) return;
-    const loaded = await Promise.all(paths.map((p) => this.loadFile(p)));
+    // Symbolic links in the directory may point anywhere inside it, wherever the directory itself lives.
+    const realDir = paths.length === 0 ? this.dir : await realpath(this.dir).catch(() => undefined);
+    if (realDir === undefined) return;
+    const loaded = await Promise.all(paths.map((p) => this.loadFile(p, realDir)));
     if (this.stopped) return;
     const next = new Map<string, ManifestFile>();
     paths.forEach((p, i) => {
@@ -214,21 +272,35 @@ export class FilePodSource {
     this.dirState = state;
   }
 
-  /** The file's current pods, or undefined when it is not a readable regular file. */
-  private async loadFile(path: string): Promise<ManifestFile | undefined> {
-    const startedMs = this.clock.now();
-    let st: BigIntStats;
-    let text: string;
-    const cached = this.files.get(path);
+  /** The file's current pods, or undefined when it is not a readable regular file (said once per change). */
+  private async loadFile(path: string, realDir: string): Promise<ManifestFile | undefined> {
     try {
-      st = await stat(path, { bigint: true });
-      if (!st.isFile()) return undefined;
-      if (cached && !cached.racy && sameStat(cached, st)) return cached;
-      text = await readFile(path, 'utf8');
+      return await this.readManifest(path, realDir);
     } catch (err) {
       this.reportUnreadable(path, err);
       return undefined;
     }
+  }
+
+  private async readManifest(path: string, realDir: string): Promise<ManifestFile | undefined> {
+    const startedMs = this.clock.now();
+    const cached = this.files.get(path);
+    const st = await stat(path, { bigint: true });
+    const stamp = `${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+    // kubelet reads only regular files: opening a FIFO would block, a device could be anything.
+    if (!st.isFile()) throw new ManifestFileError('NotRegular', stamp, `is not a regular file (${fileType(st)})`);
+    if (cached && !cached.racy && sameStat(cached, st)) return cached;
+    const link = await lstat(path);
+    if (link.isSymbolicLink()) {
+      const target = await realpath(path);
+      if (!target.startsWith(`${realDir}/`)) throw new ManifestFileError('OutsideDir', stamp, `is a symbolic link to ${target}, outside the static pod directory`);
+    }
+    if (st.size > BigInt(MAX_MANIFEST_BYTES)) throw new ManifestFileError('TooLarge', stamp, tooLarge(st.size));
+    const bytes = await readAtMost(path, MAX_MANIFEST_BYTES);
+    if (bytes === undefined) throw new ManifestFileError('TooLarge', stamp, tooLarge(undefined));
+    if (!isUtf8(bytes)) throw new ManifestFileError('NotText', stamp, 'is not UTF-8 text');
+    const text = bytes.toString('utf8');
+
     this.unreadable.delete(path);
     const ageMs = startedMs - Number(st.mtimeNs / 1_000_000n);
     const fileStat = { ino: st.ino, size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs, racy: ageMs < RACY_WINDOW_MS };
@@ -241,23 +313,31 @@ export class FilePodSource {
       this.scheduleSettleScan(SETTLE_MS - ageMs);
       return cached;
     }
-    for (const e of errors) {
-      this.log.warn(
-        { file: path, field: e.field, document: e.document },
-        `invalid pod manifest: ${e.field ? `${e.field}: ` : ''}${e.message}`,
-      );
-    }
+    if (errors.length > 0) this.reportInvalid(path, errors);
     if (pods.length > 0) {
       this.log.info({ file: path, pods: pods.map((p) => `${p.metadata?.namespace}/${p.metadata?.name}`) }, 'static pod manifest loaded');
     }
     return { ...fileStat, text, pods };
   }
 
+  /** One line per file and content, with its first errors (a hostile file may have thousands). */
+  private reportInvalid(path: string, errors: ManifestError[]): void {
+    const multiDoc = errors.some((e) => e.document > 0);
+    const shown = errors.slice(0, MAX_LOGGED_ERRORS).map((e) => `${multiDoc ? `document ${e.document}: ` : ''}${e.field ? `${e.field}: ` : ''}${e.message}`);
+    if (errors.length > shown.length) shown.push(`and ${errors.length - shown.length} more`);
+    const first = errors[0]!;
+    this.log.warn({ file: path, field: first.field, document: first.document, errors: errors.length }, `invalid pod manifest: ${shown.join('; ')}`);
+  }
+
+  /** Logs a file that cannot be read once, until its problem or the file changes; its pods are dropped meanwhile. */
   private reportUnreadable(path: string, err: unknown): void {
-    const code = errorCode(err) ?? 'unknown';
+    const code = err instanceof ManifestFileError ? `${err.code}:${err.stamp}` : (errorCode(err) ?? `error:${String(err)}`);
     // A file that vanished between listing and reading is simply gone.
     if (code === 'ENOENT') return;
-    if (this.unreadable.get(path) !== code) this.log.warn({ file: path, err }, 'cannot read pod manifest; its pods are dropped');
+    if (this.unreadable.get(path) !== code) {
+      if (err instanceof ManifestFileError) this.log.warn({ file: path, reason: err.code }, `cannot read pod manifest: ${path} ${err.message}; its pods are dropped`);
+      else this.log.warn({ file: path, err }, `cannot read pod manifest: ${path}: ${err instanceof Error ? err.message : String(err)}; its pods are dropped`);
+    }
     this.unreadable.set(path, code);
   }
 

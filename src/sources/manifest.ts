@@ -8,6 +8,8 @@ import { CONFIG_HASH_ANNOTATION, CONFIG_SEEN_ANNOTATION, CONFIG_SOURCE_ANNOTATIO
 import { isObject } from './field-errors.js';
 import { validatePodDocument } from './validation.js';
 import { probeDefaults } from '../prober/probe-spec.js';
+import { boundedCopy, ObjectLimitError } from '../core/bounded-walk.js';
+import { podLimitViolation } from '../decisions/pod-limits.js';
 
 
 /** Priorities the apiserver's priority admission gives the two built-in classes; any other class reads as 0 here. */
@@ -60,7 +62,15 @@ export function parsePodManifests(file: string, text: string, nodeName: string, 
       fail('', `must be a Pod object, not ${Array.isArray(raw) ? 'a list' : `a ${typeof raw}`}`);
       return;
     }
-    const doc = withoutNulls(raw) as Record<string, unknown>;
+    let doc: Record<string, unknown>;
+    try {
+      // Go decodes an explicit null as "not set"; dropping null-valued keys lets the rest of nodelet test for absence only.
+      doc = boundedCopy(raw, { dropNulls: true }) as Record<string, unknown>;
+    } catch (e) {
+      if (!(e instanceof ObjectLimitError)) throw e;
+      fail(e.field, e.detail);
+      return;
+    }
     if (!checkTypeMeta(doc, fail)) return;
     const fieldErrors = validatePodDocument(doc, (name) => staticPodName(name, nodeName));
     if (fieldErrors.length > 0) {
@@ -68,6 +78,11 @@ export function parsePodManifests(file: string, text: string, nodeName: string, 
       return;
     }
     const pod = applyStaticPodDefaults(doc, file, nodeName, seenAt);
+    const overLimit = podLimitViolation(pod);
+    if (overLimit) {
+      fail(overLimit.field, overLimit.message);
+      return;
+    }
     const fullName = `${pod.metadata?.namespace}/${pod.metadata?.name}`;
     const uid = pod.metadata?.uid ?? '';
     if (fullNames.has(fullName)) {
@@ -85,9 +100,15 @@ export function parsePodManifests(file: string, text: string, nodeName: string, 
   return { pods, errors };
 }
 
+const MAX_ALIAS_COUNT = 100;
+
 type Decoded = { documents: unknown[] } | { syntaxError: string; document: number };
 
+// YAML allows no C0 control character but tab and line breaks, nor DEL; Go's YAML reader refuses them with this message.
+const controlCharacter = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/;
+
 function decodeDocuments(text: string): Decoded {
+  if (controlCharacter.test(text)) return { syntaxError: 'control characters are not allowed', document: 0 };
   // Plain JSON is the common machine-written form; JSON.parse is faster and exact for it.
   if (/^\s*\{/.test(text)) {
     try {
@@ -96,19 +117,28 @@ function decodeDocuments(text: string): Decoded {
       // Fall through: the YAML reader accepts more and reports positions as line/column.
     }
   }
-  const docs = parseAllDocuments(text, yamlOptions);
-  if (!Array.isArray(docs)) return { documents: [] };
-  const documents: unknown[] = [];
-  for (const [index, doc] of docs.entries()) {
-    const err = doc.errors[0];
-    if (err) return { syntaxError: firstLine(err.message), document: index };
-    try {
-      documents.push(doc.toJS({ maxAliasCount: 100 }));
-    } catch (e) {
-      return { syntaxError: e instanceof Error ? firstLine(e.message) : String(e), document: index };
+  let index = 0;
+  try {
+    const docs = parseAllDocuments(text, yamlOptions);
+    if (!Array.isArray(docs)) return { documents: [] };
+    const documents: unknown[] = [];
+    for (const doc of docs) {
+      const err = doc.errors[0];
+      if (err?.code === 'RESOURCE_EXHAUSTION') {
+        // The reader's own recursion ran out of stack: say what the input did, not what the reader hit.
+        const at = err.linePos?.[0];
+        return { syntaxError: `nested too deep to read${at ? ` at line ${at.line}, column ${at.col}` : ''}`, document: index };
+      }
+      if (err) return { syntaxError: firstLine(err.message), document: index };
+      // The YAML library's guard against alias bombs: an anchor's nodes times its aliases stay within the count.
+      documents.push(doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT }));
+      index++;
     }
+    return { documents };
+  } catch (e) {
+    // An alias bomb (ReferenceError from the alias count), or the reader's own stack on pathological input.
+    return { syntaxError: e instanceof Error ? firstLine(e.message) : String(e), document: index };
   }
-  return { documents };
 }
 
 // The YAML reader appends a source excerpt after the first line; a log line wants just "... at line L, column C".
@@ -149,16 +179,6 @@ export function staticPodUid(doc: unknown, file: string, nodeName: string): stri
   return createHash('md5').update(`host:${nodeName}`).update(`file:${file}`).update(canonicalJson(doc)).digest('hex');
 }
 
-/** JSON with object keys sorted at every level: equal objects give equal text. */
-
-// Go decodes an explicit null as "not set"; dropping null-valued keys lets the rest of nodelet test for absence only.
-function withoutNulls(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(withoutNulls);
-  if (!isObject(value)) return value;
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) if (v !== null) out[k] = withoutNulls(v);
-  return out;
-}
 
 /** kubelet's applyDefaults for file pods plus the apiserver defaults the pod lifecycle relies on. */
 function applyStaticPodDefaults(doc: Record<string, unknown>, file: string, nodeName: string, seenAt: Date): V1Pod {

@@ -8,6 +8,7 @@ import {
   dns1123SubdomainFmt,
   duplicate,
   invalid,
+  tooLong,
   isObject,
   notSupported,
   regexError,
@@ -92,6 +93,15 @@ export function validatePodDocument(doc: JsonObject, podName: (manifestName: str
   return errs;
 }
 
+/** apimachinery's TotalAnnotationSizeLimitB: keys and values of all annotations together. */
+const TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024;
+
+function annotationBytes(map: JsonObject): number {
+  let total = 0;
+  for (const [k, v] of Object.entries(map)) total += Buffer.byteLength(k) + (typeof v === 'string' ? Buffer.byteLength(v) : 0);
+  return total;
+}
+
 function validateMetadata(metadata: unknown, podName: (manifestName: string) => string, errs: FieldError[]): void {
   if (metadata === undefined) {
     errs.push(required('metadata.name', 'name or generateName is required'));
@@ -127,6 +137,7 @@ function validateMetadata(metadata: unknown, podName: (manifestName: string) => 
     for (const [k, v] of Object.entries(map)) {
       if (typeof v !== 'string') errs.push(wrongType(`metadata.${key}[${k}]`, v, 'a string'));
     }
+    if (key === 'annotations' && annotationBytes(map) > TOTAL_ANNOTATION_SIZE_LIMIT) errs.push(tooLong('metadata.annotations', TOTAL_ANNOTATION_SIZE_LIMIT));
   }
 }
 

@@ -38,11 +38,29 @@ function aggregate(errors: Error[]): Error | undefined {
 
 const decode = (b64: string) => Buffer.from(b64, 'base64');
 
+/** The API server's MaxSecretSize, which bounds configMaps too: keys and values together. */
+export const MAX_OBJECT_DATA_BYTES = 1024 * 1024;
+
+/**
+ * Refuses an object whose data the API server would not have stored: only a broken or hostile server sends one, and its
+ * payload would go to memory and disk as it is.
+ */
+function checkDataSize(kind: string, obj: V1ConfigMap | V1Secret, maps: Record<string, string>[], decoded: boolean[]): void {
+  let total = 0;
+  maps.forEach((map, i) => {
+    for (const [k, v] of Object.entries(map)) total += Buffer.byteLength(k) + (decoded[i] ? Math.floor((v.length * 3) / 4) : Buffer.byteLength(v));
+  });
+  if (total > MAX_OBJECT_DATA_BYTES) {
+    throw new Error(`${kind} "${obj.metadata?.name ?? ''}" is too large: its data must have at most ${MAX_OBJECT_DATA_BYTES} bytes`);
+  }
+}
+
 /** configmap.MakePayload: every data and binaryData key at defaultMode, or the items (key -> path, mode). */
 export function configMapPayload(items: V1KeyToPath[] | undefined, configMap: V1ConfigMap, defaultMode: number, optional: boolean): VolumePayload {
   const payload: VolumePayload = new Map();
   const data = configMap.data ?? {};
   const binary = configMap.binaryData ?? {};
+  checkDataSize('configmap', configMap, [data, binary], [false, true]);
   if (!items?.length) {
     for (const [name, value] of Object.entries(data)) payload.set(name, { data: Buffer.from(value, 'utf8'), mode: defaultMode });
     for (const [name, value] of Object.entries(binary)) payload.set(name, { data: decode(value), mode: defaultMode });
@@ -63,6 +81,7 @@ export function configMapPayload(items: V1KeyToPath[] | undefined, configMap: V1
 export function secretPayload(items: V1KeyToPath[] | undefined, secret: V1Secret, defaultMode: number, optional: boolean): VolumePayload {
   const payload: VolumePayload = new Map();
   const data = secret.data ?? {};
+  checkDataSize('secret', secret, [data], [true]);
   if (!items?.length) {
     for (const [name, value] of Object.entries(data)) payload.set(name, { data: decode(value), mode: defaultMode });
     return payload;

@@ -5,6 +5,7 @@ import {
   convertResult,
   formatCniArgs,
   parseCniArgs,
+  parseResult,
   podIdentity,
   resultPodIPs,
   validateRuntimeConf,
@@ -30,6 +31,12 @@ describe('CNI_ARGS', () => {
 });
 
 describe('results', () => {
+  test('a result nested past the limit is a decoding failure naming the field, not a crash of the walks after it', () => {
+    const deep = `{"cniVersion":"1.0.0","dns":${'{"x":'.repeat(5000)}1${'}'.repeat(5000)}}`;
+    expect(() => parseResult(deep, 'bridge')).toThrow(/^plugin bridge: result field dns(\.x)+\.+: nested more than 1000 levels deep$/);
+    expect(parseResult('{"cniVersion":"1.0.0","ips":[]}', 'bridge')).toEqual({ cniVersion: '1.0.0', ips: [] });
+  });
+
   const result: CniResult = {
     cniVersion: '1.0.0',
     interfaces: [

@@ -3,6 +3,7 @@ import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { containerEnv, podFieldValue } from '../../../src/execution/env.js';
 import { parseQuantity } from '../../../src/core/quantity.js';
 import { SyncError } from '../../../src/core/sync-result.js';
+import { buildContainerConfig } from '../../../src/execution/runtime-config.js';
 
 const pod: V1Pod = {
   metadata: { name: 'web-node1', namespace: 'prod', uid: 'u-1', labels: { app: 'web', tier: 'front' }, annotations: { note: 'a "quoted" value' } },
@@ -70,4 +71,31 @@ test('an unknown fieldRef path is a CreateContainerConfigError naming pod, conta
   expect(err).toBeInstanceOf(SyncError);
   expect((err as SyncError).code).toBe('CreateContainerConfigError');
   expect((err as Error).message).toBe('pod prod/web-node1, container app: spec.containers[2].env[1].valueFrom.fieldRef.fieldPath: Unsupported value: "spec.bogus"');
+});
+
+test('an expansion past the limit, with values read at the start, is a CreateContainerConfigError naming the field', async () => {
+  // The pod's own annotation is 100 KB: the literal check at admission could not see it.
+  const big: V1Pod = { ...pod, metadata: { ...pod.metadata, annotations: { blob: 'b'.repeat(100_000) } } };
+  const c: V1Container = {
+    name: 'app',
+    env: [{ name: 'BLOB', valueFrom: { fieldRef: { fieldPath: "metadata.annotations['blob']" } } }, { name: 'TWICE', value: '$(BLOB)$(BLOB)' }],
+  };
+  const err = await containerEnv(big, c, 'spec.containers[0]', ctx).catch((e: unknown) => e);
+  expect((err as SyncError).code).toBe('CreateContainerConfigError');
+  expect((err as Error).message).toBe(
+    "pod prod/web-node1, container app: spec.containers[0].env[1].value: expands to more than 131072 characters, Linux's limit for one argument or environment variable",
+  );
+});
+
+test('command and args past the limit are the container config error too', () => {
+  const env = new Map([['A', 'a'.repeat(70_000)]]);
+  const c: V1Container = { name: 'app', image: 'busybox', args: ['ok', '$(A)$(A)'] };
+  let err: unknown;
+  try {
+    buildContainerConfig({ ...pod, spec: { ...pod.spec!, containers: [c] } }, c, 0, env);
+  } catch (e) {
+    err = e;
+  }
+  expect((err as SyncError).code).toBe('CreateContainerConfigError');
+  expect((err as Error).message).toMatch(/^pod prod\/web-node1, container app: args\[1\]: expands to more than 131072 characters/);
 });

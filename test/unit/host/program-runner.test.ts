@@ -69,6 +69,13 @@ describe.each(runners)('through %s', (_name, create) => {
     results.forEach((r, i) => expect(r.stdout).toBe(`${i}:${i === 0 ? big : ''}`));
   });
 
+  test('keeps at most 16 MiB of each output stream', async () => {
+    const r = await runner.run({ path: '/bin/sh', args: ['-c', 'head -c 17000000 /dev/zero; head -c 100 /dev/zero >&2'], env, input: '' });
+    expect(r.stdout.length).toBe(16 * 1024 * 1024);
+    expect(r.stderr.length).toBe(100);
+    expect(r.exitCode).toBe(0);
+  });
+
   test('gives the program exactly the environment asked for', async () => {
     const r = await runner.run({ path: '/usr/bin/env', env: { ONLY: 'this', EMPTY: '', UNSET: undefined }, input: '' });
     expect(r.stdout.split('\n').filter(Boolean).sort()).toEqual(['EMPTY=', 'ONLY=this']);

@@ -84,6 +84,31 @@ function setup(steps: Step[]) {
 }
 
 describe('Reflector', () => {
+  it('refuses an object that nests too deep or contains itself, logged once per version, and keeps the others', async () => {
+    let deep: Record<string, unknown> = {};
+    const root = deep;
+    for (let i = 0; i < 5000; i++) deep = (deep.a = {}) as Record<string, unknown>;
+    const cyclic = pod('cyclic', '12');
+    (cyclic.spec as unknown as Record<string, unknown>).self = cyclic.spec;
+    const t = setup([
+      { list: () => ({ items: [pod('a', '3'), pod('deep', '4', { spec: { containers: [], x: root } as V1Pod['spec'] })], rv: '10' }) },
+      {
+        watch: async (req) => {
+          req.onEvent({ type: 'ADDED', object: cyclic });
+          req.onEvent({ type: 'ADDED', object: pod('b', '13') });
+        },
+      },
+      { watch: () => Promise.reject(gone()) },
+      { list: () => ({ items: [pod('a', '3'), pod('deep', '4', { spec: { containers: [], x: root } as V1Pod['spec'] })], rv: '20' }) },
+    ]);
+    await t.run();
+    expect(t.sets).toEqual([['a'], ['a'], ['a', 'b'], ['a']]);
+    expect(t.logs.warnings()).toEqual([
+      expect.stringMatching(/^API object refused: spec\.x(\.a)+\.\.\.: nested more than 1000 levels deep$/),
+      'API object refused: spec.self: refers to itself (a recursive alias)',
+    ]);
+  });
+
   it('lists, then watches from the list version with bookmarks; a watch that ends at its timeout resumes from the last version', async () => {
     const t = setup([
       { list: () => ({ items: [pod('a', '3')], rv: '10' }) },

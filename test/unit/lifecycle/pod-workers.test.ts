@@ -35,6 +35,15 @@ test('each desired pod gets a worker that runs it; pods() shows them with their 
   expect(t.changes.filter((c) => c.endsWith('gone'))).toEqual([]);
 });
 
+test('a pod whose worker cannot be made costs only itself: the others get theirs', async () => {
+  const t = setup();
+  const bad: V1Pod = { metadata: { name: 'bad', namespace: 'default', uid: 'uid-bad' } };
+  Object.defineProperty(bad, 'spec', { get: () => { throw new Error('unreadable spec'); } });
+  t.workers.setDesiredPods([bad, pod('a')]);
+  await t.idle();
+  expect(t.running()).toEqual(['a']);
+});
+
 test('a pod no longer desired is terminated with its grace period and its worker removed when done', async () => {
   const t = setup();
   t.workers.setDesiredPods([pod('a', 12), pod('b')]);

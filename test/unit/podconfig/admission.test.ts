@@ -135,6 +135,12 @@ describe('admitPod', () => {
     { name: 'forbidden sysctl', pod: pod('sysctl', [{}], { securityContext: { sysctls: [{ name: 'kernel.msgmax', value: '1' }] } }), reason: 'SysctlForbidden' },
     { name: 'OS field', pod: pod('win', [{}], { os: { name: 'windows' } }), reason: 'PodOSNotSupported' },
     { name: 'unsupported field', pod: pod('eph', [{}], { ephemeralContainers: [{ name: 'e', image: 'busybox' }] }), reason: 'UnsupportedPodSpec' },
+    {
+      name: 'over nodelet limits',
+      pod: pod('crowd', Array.from({ length: 300 }, (_, i) => ({ name: `c${i}` }))),
+      reason: 'PodExceedsLimits',
+      message: 'Pod default/crowd: spec.containers: Too many: 300: must have at most 250 items (init containers included)',
+    },
   ];
 
   it.each(cases)('$name', ({ pod: p, others, reason, message }) => {

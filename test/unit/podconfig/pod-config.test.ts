@@ -75,6 +75,17 @@ describe('PodConfig', () => {
     expect(t.desired.at(-1)!.names).toEqual(['early']);
   });
 
+  it('a pod that makes admission throw is rejected alone (UnexpectedAdmissionError); the others run', () => {
+    const t = setup(['api']);
+    // No API server sends this shape; a broken one (or a bug in admission) must still cost only this pod.
+    const odd = pod('odd', '2025-01-01T00:00:01Z');
+    (odd.spec!.containers[0] as unknown as { ports: unknown }).ports = 5;
+    t.config.setApiPods([odd, pod('fine', '2025-01-01T00:00:02Z', '100m')], []);
+    expect(t.desired.at(-1)!.names).toEqual(['fine']);
+    expect(t.events).toEqual(['UnexpectedAdmissionError']);
+    expect(t.statuses).toEqual([['odd', expect.objectContaining({ phase: 'Failed', reason: 'UnexpectedAdmissionError', message: expect.stringMatching(/^Pod was rejected: Admission failed unexpectedly: /) })]]);
+  });
+
   it('counts a pod being deleted against new pods until its worker has stopped it (kubelet: filterOutInactivePods)', () => {
     const t = setup(['api']);
     const old = pod('old', '2025-01-01T00:00:01Z', '600m');

@@ -7,6 +7,7 @@ import { pino } from 'pino';
 import { FilePodSource, type FilePodSourceOptions } from '../../../src/sources/file-source.js';
 import { systemClock } from '../../../src/core/clock.js';
 import { CONFIG_SEEN_ANNOTATION } from '../../../src/core/config-annotations.js';
+import { writeHostileManifests } from '../../fixtures/hostile-manifests.js';
 
 const NODE = 'node1';
 
@@ -172,7 +173,7 @@ describe('FilePodSource', () => {
       file: join(h.dir, 'mixed.yaml'),
       field: 'spec.containers[0].image',
       document: 1,
-      msg: 'invalid pod manifest: spec.containers[0].image: Required value',
+      msg: 'invalid pod manifest: document 1: spec.containers[0].image: Required value',
     });
 
     // Touching the file re-reads it but the content is the same: no second warning.
@@ -182,9 +183,12 @@ describe('FilePodSource', () => {
 
     // New content with another problem: logged once more.
     await writeFile(join(h.dir, 'mixed.yaml'), bad.replace('name: bad', 'name: Bad'));
-    await waitUntil(() => h.warnings('invalid pod manifest').length >= 3);
+    await waitUntil(() => h.warnings('invalid pod manifest').length >= 2);
     await sleep(100);
-    expect(h.warnings('invalid pod manifest').map((l) => l.field)).toEqual(['spec.containers[0].image', 'metadata.name', 'spec.containers[0].image']);
+    const lines = h.warnings('invalid pod manifest');
+    expect(lines.map((l) => l.field)).toEqual(['spec.containers[0].image', 'metadata.name']);
+    // One line for the file, with every problem in it.
+    expect(lines[1]!.msg).toMatch(/^invalid pod manifest: document 1: metadata.name: Invalid value: "Bad-node1": .*; document 1: spec.containers\[0\].image: Required value$/);
     expect(h.sets.map(names)).toEqual([['good-node1']]);
   });
 
@@ -215,6 +219,29 @@ describe('FilePodSource', () => {
     await sleep(100);
     expect(h.warnings('cannot read pod manifest')).toHaveLength(1);
     expect(h.warnings('cannot read pod manifest')[0]).toMatchObject({ file: join(h.dir, 'web.yaml') });
+  });
+
+  test('hostile files beside a good one: the good pod loads, each bad file is refused with one line naming it, once', async () => {
+    const h = await newHarness('manifests');
+    const hostile = await writeHostileManifests(h.dir, join(h.root, 'outside'), 'busybox');
+    await writeFile(join(h.dir, 'web.yaml'), manifest('web'));
+    h.start({ rescanIntervalMs: 20 });
+    // Parsing 10,000 containers of YAML alone takes a second or two.
+    await h.waitForSet((n) => n.includes('web-node1'), 30_000);
+    // Several rescans: nothing is logged again.
+    await sleep(300);
+    const lines = h.logs.filter((l) => l.level >= 40);
+    for (const { file, logged } of hostile) {
+      const named = lines.filter((l) => l.file === join(h.dir, file));
+      expect({ file, lines: named.length }).toEqual({ file, lines: 1 });
+      expect(named[0]!.msg).toMatch(logged);
+    }
+    expect(lines).toHaveLength(hostile.length);
+    expect(h.sets.map(names)).toEqual([['web-node1']]);
+
+    // A bad file that changes is looked at, and named, again.
+    await writeFile(join(h.dir, 'recursive-alias.yaml'), 'b: &b {c: *b}\n');
+    await waitUntil(() => h.logs.filter((l) => l.file === join(h.dir, 'recursive-alias.yaml')).length === 2);
   });
 
   test('a missing directory is an empty set, logged once, and picked up when it appears', async () => {

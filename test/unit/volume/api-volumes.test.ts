@@ -99,3 +99,12 @@ test('payloadDigest changes with content, mode and owner, not with order', () =>
   expect(payloadDigest(a)).not.toBe(payloadDigest(new Map([['x', { data: Buffer.from('1'), mode: 0o600 }]])));
   expect(payloadDigest(new Map([['x', { data: Buffer.from('1'), mode: 0o600 }]]))).not.toBe(payloadDigest(new Map([['x', { data: Buffer.from('1'), mode: 0o600, fsUser: 1 }]])));
 });
+
+test('a configMap or secret larger than the API server stores (1 MiB of data) is refused, naming it', () => {
+  const fits = { metadata: { name: 'fits' }, data: { k: 'a'.repeat(1024 * 1024 - 1) } };
+  expect(configMapPayload(undefined, fits, 0o644, false).get('k')!.data.length).toBe(1024 * 1024 - 1);
+  const big = { metadata: { name: 'big' }, data: { k: 'a'.repeat(600_000) }, binaryData: { b: Buffer.alloc(600_000).toString('base64') } };
+  expect(() => configMapPayload(undefined, big, 0o644, false)).toThrow('configmap "big" is too large: its data must have at most 1048576 bytes');
+  const secret = { metadata: { name: 'blob' }, data: { k: Buffer.alloc(1024 * 1024).toString('base64') } };
+  expect(() => secretPayload(undefined, secret, 0o644, false)).toThrow('secret "blob" is too large: its data must have at most 1048576 bytes');
+});
