@@ -117,7 +117,7 @@ export class Agent {
     // The network comes from --cni-conf-dir, read now and watched while the agent runs: until a file is there, only
     // host-network pods start and the node's network is not ready.
     const podNetwork = await PodNetwork.create({ executor, main: undefined, log });
-    const networkConfig = new PodNetworkConfig({ network: podNetwork, dir: config.cniConfDir, podCidr: config.podCIDR, log });
+    const networkConfig = new PodNetworkConfig({ network: podNetwork, dir: config.cniConfDir, podCidr: config.podCIDR, applyPodCidr: config.podCidrInConfDir, log });
     try {
       await networkConfig.load(signal);
     } catch (err) {

@@ -37,8 +37,8 @@ export class PodCIDRRefusedError extends Error {}
 export class PodSubnetCollisionError extends Error {}
 
 /**
- * The network a selection gives new pods: a network allocating with host-local takes the node's pod CIDR (as
- * containerd's conf_template would be filled with it); any other is used as written.
+ * The network a selection gives new pods: with a pod CIDR, a network allocating with host-local takes it (as containerd
+ * fills its conf_template with it); any other is used as written.
  */
 export function effectiveNetwork(selection: NetworkSelection, podCidr: string | undefined): NetConfList | undefined {
   const { main } = selection;
@@ -57,6 +57,8 @@ export interface PodNetworkConfigOptions {
   dir: string;
   /** --pod-cidr, until the Node's spec.podCIDR replaces it. */
   podCidr?: string;
+  /** Whether the pod CIDR goes into the directory's host-local networks (AgentConfig.podCidrInConfDir); default true. */
+  applyPodCidr?: boolean;
   log: Logger;
   pollIntervalMs?: number;
 }
@@ -66,6 +68,7 @@ export class PodNetworkConfig {
   readonly dir: string;
   readonly #log: Logger;
   readonly #pollIntervalMs: number;
+  readonly #applyPodCidr: boolean;
   #podCidr: string | undefined;
   #selection: NetworkSelection | undefined;
   /** The directory's files as last read: an event that changes nothing changes nothing. */
@@ -79,6 +82,11 @@ export class PodNetworkConfig {
     this.#podCidr = opts.podCidr || undefined;
     this.#log = opts.log;
     this.#pollIntervalMs = opts.pollIntervalMs ?? DEFAULT_CONF_DIR_POLL_MS;
+    this.#applyPodCidr = opts.applyPodCidr ?? true;
+  }
+
+  #effective(selection: NetworkSelection, podCidr: string | undefined): NetConfList | undefined {
+    return effectiveNetwork(selection, this.#applyPodCidr ? podCidr : undefined);
   }
 
   /** The node's pod CIDR as applied, or the subnet the configured network allocates from. */
@@ -94,7 +102,7 @@ export class PodNetworkConfig {
   async load(signal: AbortSignal): Promise<void> {
     const changed = await this.#read();
     if (!changed) return;
-    const main = effectiveNetwork(this.#selection!, this.#podCidr);
+    const main = this.#effective(this.#selection!, this.#podCidr);
     if (main) await this.#checkSubnets(main, signal);
     this.#use(main);
   }
@@ -107,11 +115,11 @@ export class PodNetworkConfig {
   async applyPodCIDR(cidr: string, signal: AbortSignal): Promise<void> {
     let main;
     try {
-      main = this.#selection ? effectiveNetwork(this.#selection, cidr) : undefined;
+      main = this.#selection ? this.#effective(this.#selection, cidr) : undefined;
     } catch (err) {
       throw new PodCIDRRefusedError(`pod CIDR ${cidr}: ${(err as Error).message}`, { cause: err });
     }
-    if (main) {
+    if (main && this.#applyPodCidr) {
       await this.#checkSubnets(main, signal).catch((err: Error) => {
         throw new PodCIDRRefusedError(`pod CIDR ${cidr} (Node.spec.podCIDR): ${err.message}`, { cause: err });
       });
@@ -162,7 +170,7 @@ export class PodNetworkConfig {
 
   async #reload(signal: AbortSignal): Promise<void> {
     if (!(await this.#read())) return;
-    let main = effectiveNetwork(this.#selection!, this.#podCidr);
+    let main = this.#effective(this.#selection!, this.#podCidr);
     if (main) {
       try {
         await this.#checkSubnets(main, signal);
