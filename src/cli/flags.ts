@@ -11,6 +11,8 @@ export interface FlagSpec {
   kind: FlagKind;
   default: string;
   help: string;
+  /** A string list (pflag's StringSlice, as kubeadm's): given several times, the values add up, comma-joined. */
+  repeated?: boolean;
 }
 
 /** The repository (or installed package) root: cni-conf/ ships there. */
@@ -94,7 +96,7 @@ export function parseFlags(argv: string[], specs: FlagSpec[]): ParsedFlags {
       }
     }
     if (spec.kind === 'int' && !/^-?\d+$/.test(value)) throw new FlagError(`invalid value for --${name}: "${value}" is not an integer`);
-    values.set(name, value);
+    values.set(name, spec.repeated && explicit.has(name) ? `${values.get(name)},${value}` : value);
     explicit.add(name);
   }
   return { values, positional, explicit };
