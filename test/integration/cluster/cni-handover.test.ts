@@ -4,7 +4,7 @@
 // + portmap) is written and the waiting pod gets its IP from it within seconds, without a restart; a second network
 // written later takes new pods while the earlier pods keep theirs; deleting the pods leaves no veth, netns, host-local
 // reservation or iptables rule of either network.
-import { mkdtemp, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, rename, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
@@ -13,7 +13,7 @@ import { cidrContains, formatCidr, parseCidr, parseIp } from '../../../src/cni/c
 import { subnetCollisions } from '../../../src/cni/conflist.js';
 import { hostRoutes } from '../../../src/host/routes.js';
 import { busybox, httpGet, isRunning, waitFor } from '../helpers/agent.js';
-import { startRealCluster, type RealCluster } from '../helpers/real-cluster.js';
+import { startRealCluster, stopAfterAll, type RealCluster } from '../helpers/real-cluster.js';
 
 const work = await mkdtemp(join(tmpdir(), 'nodelet-cni-handover-'));
 const confDir = join(work, 'net.d');
@@ -90,13 +90,7 @@ beforeAll(async () => {
   cluster = await startRealCluster({ agentArgs: ['--config', config, '--cni-conf-dir', confDir], notReadyOk: true });
 }, 300_000);
 
-afterAll(async () => {
-  try {
-    await cluster?.stop();
-  } finally {
-    await rm(work, { recursive: true, force: true });
-  }
-}, 300_000);
+stopAfterAll(() => cluster, work);
 
 test('the CNI configuration is handed over at run time; each pod keeps its network and leaves nothing of it', async () => {
   const k = cluster.kubectl;

@@ -204,6 +204,17 @@ export async function startRealCluster(opts: RealClusterOptions = {}): Promise<R
   }
 }
 
+/** Registers a test file's afterAll: the cluster stopped (see cleanUpRealCluster), then the file's own directories removed. */
+export function stopAfterAll(cluster: () => RealCluster | undefined, ...dirs: string[]): void {
+  afterAll(async () => {
+    try {
+      await cluster()?.stop();
+    } finally {
+      for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+    }
+  }, 300_000);
+}
+
 /**
  * A real-cluster test file's clean-up, also after a failed test: nodelet running again if it was stopped, the Node
  * uncordoned, the API objects the test made deleted the way users delete them (workloads, services, pods, namespaces
