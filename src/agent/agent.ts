@@ -211,6 +211,7 @@ export class Agent {
       syncLoopEntry: () => lastRelist,
       clock,
       log,
+      signal,
     });
     const housekeeping = new Housekeeping({ clock, log, pods: workers, volumes, podCgroups, podNetwork });
     const relister = new Relister(
