@@ -138,7 +138,12 @@ export class PodNetworkConfig {
     this.#onReady = onReady;
     let watcher: FSWatcher | undefined;
     let wake: (() => void) | undefined;
-    const poke = (): void => wake?.();
+    // An event while the directory is being read is not lost: the next read follows at once.
+    let dirty = false;
+    const poke = (): void => {
+      dirty = true;
+      wake?.();
+    };
     const startWatching = async (): Promise<void> => {
       if (watcher) return;
       try {
@@ -155,12 +160,15 @@ export class PodNetworkConfig {
     try {
       while (!signal.aborted) {
         await startWatching();
+        dirty = false;
         await this.#reload(signal).catch((err: unknown) => {
           if (!signal.aborted) this.#log.warn({ err, dir: this.dir }, 'Failed to reload the CNI network configuration');
         });
-        const woken = new Promise<void>((resolve) => (wake = resolve));
-        await Promise.race([woken, sleep(this.#pollIntervalMs, undefined, { signal })]).catch(() => undefined);
-        wake = undefined;
+        if (!dirty) {
+          const woken = new Promise<void>((resolve) => (wake = resolve));
+          await Promise.race([woken, sleep(this.#pollIntervalMs, undefined, { signal })]).catch(() => undefined);
+          wake = undefined;
+        }
         if (!signal.aborted) await sleep(settleMs, undefined, { signal }).catch(() => undefined);
       }
     } finally {
