@@ -38,7 +38,7 @@ export class PodNetwork {
   #main: NetConfList | undefined;
   readonly #log: Logger | undefined;
   readonly #gcGracePeriodMs: number;
-  /** Main-network results by sandbox id: the source of pod IPs. */
+  /** Each sandbox's ADD result (of whichever network it joined) by sandbox id: the source of pod IPs. */
   readonly #results = new Map<string, CniResult>();
   /** The tail of each sandbox's queue of operations; the spec forbids parallel operations on one container. */
   readonly #queues = new Map<string, Promise<unknown>>();

@@ -20,6 +20,8 @@ const confDir = join(work, 'net.d');
 const ipamKindnet = join(work, 'ipam-kindnet');
 const ipamSecond = join(work, 'ipam-second');
 let cluster: RealCluster;
+/** The agent's flags: an empty configuration directory of the test's own is the handover's whole switch. */
+const agentArgs = ['--config', join(work, 'kubelet.yaml'), '--cni-conf-dir', confDir];
 
 const notReadyMessage =
   'container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized';
@@ -85,9 +87,8 @@ async function iptablesRulesNaming(ids: string[]): Promise<string[]> {
 
 beforeAll(async () => {
   await execa('mkdir', ['-p', confDir]);
-  const config = join(work, 'kubelet.yaml');
-  await writeFile(config, 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nnodeStatusUpdateFrequency: 2s\n');
-  cluster = await startRealCluster({ agentArgs: ['--config', config, '--cni-conf-dir', confDir], notReadyOk: true });
+  await writeFile(agentArgs[1]!, 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nnodeStatusUpdateFrequency: 2s\n');
+  cluster = await startRealCluster({ agentArgs, notReadyOk: true });
 }, 300_000);
 
 stopAfterAll(() => cluster, work);
@@ -151,6 +152,15 @@ test('the CNI configuration is handed over at run time; each pod keeps its netwo
   expect((await k.pod('waiter')).status?.podIP).toBe(waiter.status!.podIP);
   expect(await httpGet(`http://${waiter.status!.podIP}:8080/hostname`)).toBe('waiter\n');
   expect(await httpGet(`http://${later.status!.podIP}:8080/hostname`)).toBe('later\n');
+
+  // A restarted agent still knows which network each sandbox joined (their cached results): the pods keep their IPs.
+  await cluster.agent.stop();
+  await cluster.agent.start(agentArgs);
+  await waitFor('the restarted agent reporting both pods with their IPs', async () => {
+    const pods = await cluster.agent.pods();
+    const ip = (name: string) => pods.find((p) => p.metadata?.name === name)?.status?.podIP;
+    return ip('waiter') === waiter.status!.podIP && ip('later') === later.status!.podIP ? true : undefined;
+  }, 30_000, 500);
 
   // Deleting the pods tears each down with its own network.
   await k.run('delete', 'pod', 'waiter', 'later', 'hostnet', '--wait=true', '--timeout=90s');
