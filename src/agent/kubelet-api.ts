@@ -179,7 +179,8 @@ async function selfSignedOrGiven(deps: KubeletApiDeps): Promise<{ cert: string; 
  * (until then TLS handshakes fail, as kubelet's "no serving certificate available"); rotated as the client certificate.
  */
 async function servingCertificateManager(deps: KubeletApiDeps): Promise<{ manager: CertificateManager; initial: { cert: string; key: string } }> {
-  const { CertificateManager, servingCertificateTemplate } = await import('../bootstrap/rotation.js');
+  const { CertificateManager } = await import('../bootstrap/rotation.js');
+  const { servingCertificateTemplate } = await import('../bootstrap/csr.js');
   const { CertificateStore } = await import('../bootstrap/cert-store.js');
   const store = new CertificateStore(deps.config.certDir, 'kubelet-server');
   const stored = await store.current().catch((err: unknown) => {

@@ -26,6 +26,33 @@ export interface CertificateSubject {
 
 export const nodeClientSubject = (nodeName: string): CertificateSubject => ({ commonName: `system:node:${nodeName}`, organization: ['system:nodes'] });
 
+/** What the manager asks for (client-go's Config: template, signer, usages). */
+export interface CertificateTemplate {
+  /** "Client" or "Serving", for the log. */
+  what: string;
+  subject: CertificateSubject;
+  sans?: SubjectAltNames;
+  signerName: string;
+  usages: readonly string[];
+}
+
+/** The node's client certificate (kubelet's NewKubeletClientCertificateManager). */
+export const clientCertificateTemplate = (nodeName: string): CertificateTemplate => ({
+  what: 'Client',
+  subject: nodeClientSubject(nodeName),
+  signerName: kubeletClientSigner,
+  usages: kubeletClientUsages,
+});
+
+/** The kubelet API's serving certificate (kubelet's NewKubeletServerCertificateManager): the node's names and addresses. */
+export const servingCertificateTemplate = (nodeName: string, sans: SubjectAltNames): CertificateTemplate => ({
+  what: 'Serving',
+  subject: nodeClientSubject(nodeName),
+  sans,
+  signerName: kubeletServingSigner,
+  usages: kubeletServingUsages,
+});
+
 /** A CertificateSigningRequest (certificates.k8s.io/v1) as nodelet reads and writes it. */
 export interface CertificateSigningRequest {
   apiVersion?: string;

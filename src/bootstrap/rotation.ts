@@ -7,46 +7,8 @@ import type { Logger } from '../core/log.js';
 import type { ClientCertificateSource, KubeClient } from '../kubeapi/client.js';
 import { CertificateStore, parsePair, type CertificatePair } from './cert-store.js';
 import { requestCertificate, waitForCertificate } from './csr-client.js';
-import {
-  certificateSigningRequest,
-  createCsrPem,
-  generatePrivateKeyPem,
-  kubeletClientSigner,
-  kubeletClientUsages,
-  kubeletServingSigner,
-  kubeletServingUsages,
-  nodeClientSubject,
-  type CertificateSubject,
-  type SubjectAltNames,
-} from './csr.js';
+import { certificateSigningRequest, clientCertificateTemplate, createCsrPem, generatePrivateKeyPem, type CertificateTemplate } from './csr.js';
 import { rotationDeadline, rotationRetryDelay } from './rotation-deadline.js';
-
-/** What the manager asks for (client-go's Config: template, signer, usages). */
-export interface CertificateTemplate {
-  /** "Client" or "Serving", for the log. */
-  what: string;
-  subject: CertificateSubject;
-  sans?: SubjectAltNames;
-  signerName: string;
-  usages: readonly string[];
-}
-
-/** The node's client certificate (kubelet's NewKubeletClientCertificateManager). */
-export const clientCertificateTemplate = (nodeName: string): CertificateTemplate => ({
-  what: 'Client',
-  subject: nodeClientSubject(nodeName),
-  signerName: kubeletClientSigner,
-  usages: kubeletClientUsages,
-});
-
-/** The kubelet API's serving certificate (kubelet's NewKubeletServerCertificateManager): the node's names and addresses. */
-export const servingCertificateTemplate = (nodeName: string, sans: SubjectAltNames): CertificateTemplate => ({
-  what: 'Serving',
-  subject: nodeClientSubject(nodeName),
-  sans,
-  signerName: kubeletServingSigner,
-  usages: kubeletServingUsages,
-});
 
 export interface CertificateManagerOptions {
   store: CertificateStore;
