@@ -18,6 +18,12 @@ export interface AgentConfig {
   nodeIP: string;
   podCIDR: string;
   cniConfDir: string;
+  /**
+   * Whether the pod CIDR (--pod-cidr, then Node.spec.podCIDR) goes into the host-local ranges of the directory's
+   * network, as containerd fills its conf_template: for nodelet's own cni-conf/ or with an explicit --pod-cidr. A
+   * cluster's directory (kindnet's conflist) is used exactly as written, as containerd uses it.
+   */
+  podCidrInConfDir: boolean;
   cniBinDirs: string[];
   cniCacheDir: string;
   cniSocket: string;

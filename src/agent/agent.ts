@@ -5,20 +5,18 @@ import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { LogEventRecorder } from '../controllers/event-recorder.js';
 import { CriClient } from '../cri/client.js';
-import { bridgeNames, hostLocalSubnets, loadPodNetworks } from '../cni/conflist.js';
+import { hostLocalSubnets } from '../cni/conflist.js';
 import { CniExecutor } from '../cni/executor.js';
 import { PodNetwork } from '../cni/pod-network.js';
 import { CniShimServer } from '../cni/shim-server.js';
-import { hostRoutes } from '../host/routes.js';
 import { PodCgroupManager } from '../host/cgroups.js';
 import { isSwapOn } from '../host/swap.js';
-import { cgroupDriverFromStatusInfo, type CgroupDriver } from '../cri/runtime-info.js';
+import { cgroupDriverFromStatusInfo, networkNotReadyError, type CgroupDriver } from '../cri/runtime-info.js';
 import { runHealthzServer } from './healthz.js';
 import { resolvConfLimitWarning } from '../execution/dns.js';
 import { hostFilesystem } from '../host/filesystem.js';
 import { DirectProgramRunner, SpawnHelperRunner } from '../host/program-runner.js';
 import { detectNodeIP, hostAddresses, nodeName } from '../host/node.js';
-import { subnetCollisions } from '../cni/conflist.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import type { Logger } from '../core/log.js';
 import { FilePodSource } from '../sources/file-source.js';
@@ -31,6 +29,7 @@ import { RuntimeObserver } from '../lifecycle/runtime-observer.js';
 import { PodConfig } from '../podconfig/pod-config.js';
 import { ProbeManager } from '../prober/manager.js';
 import { StatusApi } from './status-api.js';
+import { PodNetworkConfig, PodSubnetCollisionError } from './pod-network-config.js';
 import { AgentConfigError, type AgentConfig } from './agent-config.js';
 import { createKubeletApi } from './kubelet-api.js';
 import { nodeAllocatable, nodeCapacity } from '../host/allocatable.js';
@@ -112,25 +111,23 @@ export class Agent {
     const node = nodeName(config.hostnameOverride);
     const nodeIP = await detectNodeIP(config.nodeIP);
 
-    const networks = await loadPodNetworks(config.cniConfDir, config.podCIDR ? { podCidr: config.podCIDR } : {});
-    const routes = await hostRoutes({ signal });
-    for (const subnet of hostLocalSubnets(networks.main)) {
-      const clash = subnetCollisions(subnet, routes, bridgeNames(networks.main));
-      if (clash.length > 0) {
-        throw new AgentConfigError(
-          `pod subnet ${subnet} (network "${networks.main.name}" in ${config.cniConfDir}${config.podCIDR ? ', --pod-cidr' : ''}) ` +
-            `overlaps host routes: ${clash.map((r) => `${r.dst}${r.dev ? ` dev ${r.dev}` : ''}`).join(', ')}; choose another subnet with --pod-cidr`,
-        );
-      }
-    }
     // Started now, while the agent is small: the helper's own start is the one fork of the agent's size it costs.
     const programs = config.spawnHelper ? await SpawnHelperRunner.start(config.spawnHelper, log) : new DirectProgramRunner();
     const executor = new CniExecutor({ binDirs: config.cniBinDirs, cacheDir: config.cniCacheDir, programs, log });
-    const podNetwork = await PodNetwork.create({ executor, main: networks.main, loopback: networks.loopback, log });
+    // The network comes from --cni-conf-dir, read now and watched while the agent runs: until a file is there, only
+    // host-network pods start and the node's network is not ready.
+    const podNetwork = await PodNetwork.create({ executor, main: undefined, log });
+    const networkConfig = new PodNetworkConfig({ network: podNetwork, dir: config.cniConfDir, podCidr: config.podCIDR, applyPodCidr: config.podCidrInConfDir, log });
+    try {
+      await networkConfig.load(signal);
+    } catch (err) {
+      programs.close();
+      throw err instanceof PodSubnetCollisionError ? new AgentConfigError(err.message, { cause: err }) : err;
+    }
     const shimServer = new CniShimServer({ socketPath: config.cniSocket, backend: podNetwork, log });
     await shimServer.listen();
     log.info(
-      { node, nodeIP, network: networks.main.name, subnets: hostLocalSubnets(networks.main), cniSocket: config.cniSocket },
+      { node, nodeIP, network: podNetwork.main?.name, cniConfDir: config.cniConfDir, subnets: podNetwork.main ? hostLocalSubnets(podNetwork.main) : [], cniSocket: config.cniSocket },
       'Pod network ready for the CNI shim',
     );
 
@@ -139,7 +136,7 @@ export class Agent {
     const allocatable = async () => nodeAllocatable(nodeCapacity(await readMachineInfo(config.rootDir), config.kubelet.maxPods), config.kubelet);
     // Cluster mode's modules load only with --kubeconfig: standalone keeps their memory.
     const cluster = config.kubeconfig
-      ? await (await import('./cluster-mode.js')).ClusterMode.create({ config, nodeName: node, nodeIP, runtime, podNetwork, allocatable, log, signal })
+      ? await (await import('./cluster-mode.js')).ClusterMode.create({ config, nodeName: node, nodeIP, runtime, podNetwork: networkConfig, allocatable, log, signal })
       : undefined;
     let runtimeName = 'containerd';
     const observer = new RuntimeObserver(runtime, podNetwork, hostFilesystem);
@@ -175,6 +172,10 @@ export class Agent {
         ? { onStatus: (pod, status, final) => podConfig.podStatus(pod, status, final), apiObjects: cluster.objects, services: cluster.services }
         : {}),
       onPodChange: (uid, pod) => api.podChanged(uid, pod),
+      networkNotReady: () => {
+        const condition = podNetwork.notReadyCondition();
+        return condition ? networkNotReadyError(condition) : undefined;
+      },
       events,
       prober: new ProbeManager({ runtime, hostIP: () => nodeIP, hostIPs: cachedHostIPs(nodeIP, clock), log, events, clock }),
     });
@@ -210,6 +211,7 @@ export class Agent {
       syncLoopEntry: () => lastRelist,
       clock,
       log,
+      signal,
     });
     const housekeeping = new Housekeeping({ clock, log, pods: workers, volumes, podCgroups, podNetwork });
     const relister = new Relister(
@@ -264,6 +266,7 @@ export class Agent {
         staticPods?.run(signal),
         cluster?.run(podConfig, workers, signal),
         relister.run(signal),
+        networkConfig.watch(signal, () => workers.wakeAll()),
         runHealthzServer({ address: config.kubelet.healthzBindAddress, port: config.kubelet.healthzPort, log }, signal),
       ]);
     } finally {

@@ -3,7 +3,7 @@
 // that talk to the API server start in ClusterMode.run.
 import type { V1Node } from '@kubernetes/client-node';
 import type { AgentConfig } from './agent-config.js';
-import type { PodNetwork } from '../cni/pod-network.js';
+import type { PodNetworkConfig } from './pod-network-config.js';
 import type { CriClient } from '../cri/client.js';
 import { NodeHeartbeats } from './node-heartbeats.js';
 import { KubeClient } from '../kubeapi/client.js';
@@ -38,7 +38,7 @@ export interface ClusterModeDeps {
   nodeName: string;
   nodeIP: string;
   runtime: CriClient;
-  podNetwork: PodNetwork;
+  podNetwork: PodNetworkConfig;
   /** This machine's allocatable under the configured reservations. */
   allocatable: () => Promise<NodeResources>;
   log: Logger;
@@ -101,7 +101,6 @@ export class ClusterMode {
       client,
       runtime: deps.runtime,
       podNetwork: deps.podNetwork,
-      cniConfDir: deps.config.cniConfDir,
       rootDir: deps.config.rootDir,
       nodeName,
       nodeIP: deps.nodeIP,

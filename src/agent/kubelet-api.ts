@@ -12,6 +12,7 @@ import { alwaysAllow, WebhookAuthorizer, type Authorizer } from '../server/authz
 import { logCheck, pingCheck, syncLoopCheck } from '../server/healthz.js';
 import { KubeletServer, type ServerRuntime } from '../server/kubelet-server.js';
 import { loadServingCertificate } from '../server/serving-cert.js';
+import type { CertificateManager } from '../bootstrap/rotation.js';
 import { AgentConfigError, type AgentConfig } from './agent-config.js';
 import { tlsCipherSuiteNames, tlsVersions, type KubeletConfiguration } from './kubelet-config.js';
 
@@ -27,6 +28,8 @@ export interface KubeletApiDeps {
   syncLoopEntry: () => number | undefined;
   clock: Clock;
   log: Logger;
+  /** Ends the serving certificate's manager (serverTLSBootstrap). */
+  signal: AbortSignal;
 }
 
 /** Go's duration form, as /configz shows durations ("1m0s", "20s", "2m0s"). */
@@ -85,17 +88,9 @@ export function configz(k: KubeletConfiguration): object {
 export async function createKubeletApi(deps: KubeletApiDeps): Promise<KubeletServer> {
   const { config, log, clock } = deps;
   const k = config.kubelet;
-  const cert = await loadServingCertificate({
-    certFile: k.tlsCertFile,
-    keyFile: k.tlsPrivateKeyFile,
-    certDir: config.certDir,
-    hostNames: [...new Set([hostname(), deps.nodeName])],
-    addresses: [deps.nodeIP, ...hostAddresses(), '127.0.0.1'],
-    now: Math.floor(clock.now() / 1000),
-  }).catch((err: Error) => {
-    throw new AgentConfigError(err.message, { cause: err });
-  });
-  if (cert.generated) log.info({ cert: cert.certFile, key: cert.keyFile }, 'Generated a self-signed serving certificate for the kubelet API');
+  const bootstrapped = k.serverTLSBootstrap && deps.client ? await servingCertificateManager(deps) : undefined;
+  if (k.serverTLSBootstrap && !deps.client) log.warn('serverTLSBootstrap: no API server to ask for a serving certificate; serving a self-signed or given one');
+  const cert = bootstrapped?.initial ?? (await selfSignedOrGiven(deps));
   const caFile = k.authentication.x509.clientCAFile;
   const clientCA = caFile
     ? await readFile(caFile, 'utf8').catch((err: Error) => {
@@ -134,7 +129,7 @@ export async function createKubeletApi(deps: KubeletApiDeps): Promise<KubeletSer
   if (!clientCA && !tokenWebhook && !k.authentication.anonymous.enabled) {
     log.warn('The kubelet API accepts no one: give --client-ca-file (or join an API server for tokens)');
   }
-  return new KubeletServer({
+  const server = new KubeletServer({
     nodeName: deps.nodeName,
     address: k.address,
     port: k.port,
@@ -154,4 +149,55 @@ export async function createKubeletApi(deps: KubeletApiDeps): Promise<KubeletSer
     clock,
     log,
   });
+  if (bootstrapped) {
+    bootstrapped.manager.onRotated = (pair) => server.setServingCertificate({ cert: pair.cert.toString(), key: pair.key.toString() });
+    void bootstrapped.manager.run(deps.client!, deps.signal).catch((err: unknown) => log.error({ err }, 'Serving certificate manager stopped'));
+  }
+  return server;
+}
+
+/** The serving certificate of tlsCertFile/tlsPrivateKeyFile, or kubelet's self-signed one in --cert-dir. */
+async function selfSignedOrGiven(deps: KubeletApiDeps): Promise<{ cert: string; key: string }> {
+  const k = deps.config.kubelet;
+  const cert = await loadServingCertificate({
+    certFile: k.tlsCertFile,
+    keyFile: k.tlsPrivateKeyFile,
+    certDir: deps.config.certDir,
+    hostNames: [...new Set([hostname(), deps.nodeName])],
+    addresses: [deps.nodeIP, ...hostAddresses(), '127.0.0.1'],
+    now: Math.floor(deps.clock.now() / 1000),
+  }).catch((err: Error) => {
+    throw new AgentConfigError(err.message, { cause: err });
+  });
+  if (cert.generated) deps.log.info({ cert: cert.certFile, key: cert.keyFile }, 'Generated a self-signed serving certificate for the kubelet API');
+  return cert;
+}
+
+/**
+ * serverTLSBootstrap (kubelet's NewKubeletServerCertificateManager): the stored kubelet-server-current.pem when it is
+ * valid, else none until a kubernetes.io/kubelet-serving CSR for the node's names and addresses is approved and issued
+ * (until then TLS handshakes fail, as kubelet's "no serving certificate available"); rotated as the client certificate.
+ */
+async function servingCertificateManager(deps: KubeletApiDeps): Promise<{ manager: CertificateManager; initial: { cert: string; key: string } }> {
+  const { CertificateManager } = await import('../bootstrap/rotation.js');
+  const { servingCertificateTemplate } = await import('../bootstrap/csr.js');
+  const { CertificateStore } = await import('../bootstrap/cert-store.js');
+  const store = new CertificateStore(deps.config.certDir, 'kubelet-server');
+  const stored = await store.current().catch((err: unknown) => {
+    deps.log.warn({ err }, 'Ignoring an unusable serving certificate; requesting a new one');
+    return undefined;
+  });
+  const now = deps.clock.now();
+  const valid = stored && stored.notBefore <= now && now < stored.notAfter ? stored : undefined;
+  // kubelet's node addresses as its certificate template reads them: the Hostname (the node name without a cloud
+  // provider) as DNS name, the InternalIP as IP address.
+  const template = servingCertificateTemplate(deps.nodeName, { dnsNames: [deps.nodeName], ipAddresses: [deps.nodeIP] });
+  const manager = new CertificateManager({
+    store,
+    ...(valid ? { initial: { cert: Buffer.from(valid.certPem), key: Buffer.from(valid.keyPem) } } : {}),
+    template,
+    clock: deps.clock,
+    log: deps.log.child({ certificate: 'serving' }),
+  });
+  return { manager, initial: valid ? { cert: valid.certPem, key: valid.keyPem } : { cert: '', key: '' } };
 }

@@ -69,6 +69,8 @@ export interface KubeletConfiguration {
   healthzPort: number;
   /** Rotate the client certificate before it expires (kubelet's default is false; kubeadm and kind write true, nodelet defaults to true). */
   rotateCertificates: boolean;
+  /** The kubelet API's serving certificate from a kubernetes.io/kubelet-serving CSR, rotated (kubelet's default false). */
+  serverTLSBootstrap: boolean;
 }
 
 /** KubeletConfiguration `authentication`: who a request to the kubelet API comes from. */
@@ -173,6 +175,7 @@ export function defaultKubeletConfiguration(): KubeletConfiguration {
     healthzBindAddress: '127.0.0.1',
     healthzPort: 10248,
     rotateCertificates: true,
+    serverTLSBootstrap: false,
   };
 }
 
@@ -278,8 +281,6 @@ const ignoredFields: Record<string, IgnoredField> = {
   imageServiceEndpoint: { kind: 'string' },
   failCgroupV1: { kind: 'bool', default: false },
   userNamespaces: { kind: 'object' },
-  // The 10250 serving certificate from a kubernetes.io/kubelet-serving CSR: nodelet serves a self-signed or given one.
-  serverTLSBootstrap: { kind: 'bool', default: false },
 };
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -653,6 +654,9 @@ export function parseKubeletConfiguration(text: string, source: string): Kubelet
         break;
       case 'rotateCertificates':
         out.rotateCertificates = r.bool(field, value);
+        break;
+      case 'serverTLSBootstrap':
+        out.serverTLSBootstrap = r.bool(field, value);
         break;
       case 'registerWithTaints':
         out.registerWithTaints = r.taints(field, value);

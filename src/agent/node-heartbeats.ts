@@ -2,21 +2,18 @@
 import type { KubeClient } from '../kubeapi/client.js';
 import { NodeController } from '../controllers/node-controller.js';
 import { NodeLeaseController, nodeLeaseRenewIntervalFraction } from '../controllers/node-lease.js';
-import { hostLocalSubnets } from '../cni/conflist.js';
-import type { PodNetwork } from '../cni/pod-network.js';
 import type { ImageService, RuntimeService } from '../cri/types.js';
 import { readMachineInfo } from '../host/machine-info.js';
 import type { Logger } from '../core/log.js';
 import type { KubeletConfiguration } from './kubelet-config.js';
-import { podCIDRApplier } from './pod-cidr.js';
+import type { PodNetworkConfig } from './pod-network-config.js';
 import { kubeletVersion } from './version.js';
 
 export interface NodeHeartbeatsOptions {
   client: KubeClient;
   runtime: Pick<RuntimeService, 'version' | 'status'> & Pick<ImageService, 'listImages'>;
-  podNetwork: PodNetwork;
-  /** --cni-conf-dir: the main network is reloaded from it when Node.spec.podCIDR appears. */
-  cniConfDir: string;
+  /** The pod network: its readiness is the runtime's NetworkReady; Node.spec.podCIDR is applied to it. */
+  podNetwork: PodNetworkConfig;
   /** The agent's root dir: its filesystem is the node's ephemeral-storage. */
   rootDir: string;
   nodeName: string;
@@ -37,6 +34,27 @@ export function heartbeatTimeoutMs(kubelet: KubeletConfiguration): number {
   return Math.max(1_000, Math.floor(0.8 * Math.min(kubelet.nodeStatusUpdateFrequencyMs, renewIntervalMs)));
 }
 
+/**
+ * The runtime's status as kubelet would get it from containerd managing this network itself: containerd's CNI
+ * configuration names nodelet's shim and is always there, so while nodelet has no network its NetworkReady is
+ * containerd's "cni plugin not initialized" instead.
+ */
+export function withPodNetworkCondition(runtime: NodeHeartbeatsOptions['runtime'], podNetwork: PodNetworkConfig): NodeHeartbeatsOptions['runtime'] {
+  return {
+    version: (...args) => runtime.version(...args),
+    listImages: (...args) => runtime.listImages(...args),
+    status: async (...args) => {
+      const answer = await runtime.status(...args);
+      const notReady = podNetwork.network.notReadyCondition();
+      if (!notReady) return answer;
+      const own = answer.conditions.find((c) => c.type === notReady.type);
+      // containerd's own failure (its shim configuration missing) stays the one reported.
+      if (own && !own.status) return answer;
+      return { ...answer, conditions: [...answer.conditions.filter((c) => c.type !== notReady.type), notReady] };
+    },
+  };
+}
+
 export class NodeHeartbeats {
   readonly node: NodeController;
   readonly lease: NodeLeaseController;
@@ -47,7 +65,7 @@ export class NodeHeartbeats {
     const requestTimeoutMs = heartbeatTimeoutMs(kubelet);
     this.node = new NodeController({
       client: opts.client,
-      runtime: opts.runtime,
+      runtime: withPodNetworkCondition(opts.runtime, opts.podNetwork),
       settings: {
         nodeName: opts.nodeName,
         // Without a cloud provider kubelet's hostname is its node name.
@@ -63,10 +81,10 @@ export class NodeHeartbeats {
         nodeStatusUpdateFrequencyMs: kubelet.nodeStatusUpdateFrequencyMs,
         nodeStatusReportFrequencyMs: kubelet.nodeStatusReportFrequencyMs,
         requestTimeoutMs,
-        initialPodCIDR: hostLocalSubnets(opts.podNetwork.main)[0] ?? '',
+        initialPodCIDR: opts.podNetwork.podCIDR,
       },
       machineInfo: () => readMachineInfo(opts.rootDir),
-      applyPodCIDR: podCIDRApplier({ podNetwork: opts.podNetwork, cniConfDir: opts.cniConfDir }),
+      applyPodCIDR: (cidr, signal) => opts.podNetwork.applyPodCIDR(cidr, signal),
       ...(opts.recordNodeEvent ? { recordNodeEvent: opts.recordNodeEvent } : {}),
       log: log.child({ node: opts.nodeName }),
     });

@@ -7,6 +7,17 @@ export const kubeletClientSigner = 'kubernetes.io/kube-apiserver-client-kubelet'
 /** The usages of a node's client certificate with an ECDSA key (an RSA key would add "key encipherment"). */
 export const kubeletClientUsages = ['digital signature', 'client auth'] as const;
 
+/** The signer of kubelets' serving certificates (serverTLSBootstrap); kube-controller-manager never auto-approves them. */
+export const kubeletServingSigner = 'kubernetes.io/kubelet-serving';
+/** client-go's DefaultKubeletServingGetUsages for an ECDSA key (an RSA key would add "key encipherment"). */
+export const kubeletServingUsages = ['digital signature', 'server auth'] as const;
+
+/** The subject alternative names of a serving certificate: the node's host names and addresses. */
+export interface SubjectAltNames {
+  dnsNames: string[];
+  ipAddresses: string[];
+}
+
 /** The subject a node's client certificate must carry for the node authorizer: `CN=system:node:<name>`, `O=system:nodes`. */
 export interface CertificateSubject {
   commonName: string;
@@ -14,6 +25,33 @@ export interface CertificateSubject {
 }
 
 export const nodeClientSubject = (nodeName: string): CertificateSubject => ({ commonName: `system:node:${nodeName}`, organization: ['system:nodes'] });
+
+/** What the manager asks for (client-go's Config: template, signer, usages). */
+export interface CertificateTemplate {
+  /** "Client" or "Serving", for the log. */
+  what: string;
+  subject: CertificateSubject;
+  sans?: SubjectAltNames;
+  signerName: string;
+  usages: readonly string[];
+}
+
+/** The node's client certificate (kubelet's NewKubeletClientCertificateManager). */
+export const clientCertificateTemplate = (nodeName: string): CertificateTemplate => ({
+  what: 'Client',
+  subject: nodeClientSubject(nodeName),
+  signerName: kubeletClientSigner,
+  usages: kubeletClientUsages,
+});
+
+/** The kubelet API's serving certificate (kubelet's NewKubeletServerCertificateManager): the node's names and addresses. */
+export const servingCertificateTemplate = (nodeName: string, sans: SubjectAltNames): CertificateTemplate => ({
+  what: 'Serving',
+  subject: nodeClientSubject(nodeName),
+  sans,
+  signerName: kubeletServingSigner,
+  usages: kubeletServingUsages,
+});
 
 /** A CertificateSigningRequest (certificates.k8s.io/v1) as nodelet reads and writes it. */
 export interface CertificateSigningRequest {
@@ -55,10 +93,11 @@ export function digestedCsrName(spkiDer: Buffer, subject: CertificateSubject, us
 const rdnValue = (v: string) => v.replace(/([,+"\\<>;=])/g, '\\$1').replace(/^([ #])/, '\\$1').replace(/ $/, '\\ ');
 
 /**
- * A PKCS#10 request (PEM) for the subject, signed with the key (ECDSA with SHA-256), without extensions: what Go's
- * certutil.MakeCSR makes for a client certificate. Encoded by @peculiar/x509, which is loaded here only.
+ * A PKCS#10 request (PEM) for the subject, signed with the key (ECDSA with SHA-256): what Go's certutil.MakeCSR makes,
+ * without extensions for a client certificate, with the subject alternative names as its one requested extension for a
+ * serving certificate. Encoded by @peculiar/x509, which is loaded here only.
  */
-export async function createCsrPem(privateKeyPem: string, subject: CertificateSubject): Promise<string> {
+export async function createCsrPem(privateKeyPem: string, subject: CertificateSubject, sans?: SubjectAltNames): Promise<string> {
   await import('reflect-metadata');
   const x509 = await import('@peculiar/x509');
   x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
@@ -68,7 +107,9 @@ export async function createCsrPem(privateKeyPem: string, subject: CertificateSu
   const publicKey = await webcrypto.subtle.importKey('spki', publicKeyDer(privateKeyPem), alg, true, ['verify']);
   // Go writes the organization before the common name (pkix.Name's RDN order).
   const name = [...subject.organization.map((o) => `O=${rdnValue(o)}`), `CN=${rdnValue(subject.commonName)}`].join(', ');
-  const csr = await x509.Pkcs10CertificateRequestGenerator.create({ name, keys: { privateKey, publicKey }, signingAlgorithm: alg });
+  const altNames = sans ? [...sans.dnsNames.map((value) => ({ type: 'dns' as const, value })), ...sans.ipAddresses.map((value) => ({ type: 'ip' as const, value }))] : [];
+  const extensions = altNames.length > 0 ? [new x509.SubjectAlternativeNameExtension(altNames)] : [];
+  const csr = await x509.Pkcs10CertificateRequestGenerator.create({ name, keys: { privateKey, publicKey }, signingAlgorithm: alg, extensions });
   return csr.toString('pem');
 }
 

@@ -1,58 +1,65 @@
-// Client certificate rotation (client-go's certificate manager as kubelet runs it with rotateCertificates): at a jittered
-// 70-90 % of the certificate's lifetime, a new key and CSR sent with the current certificate; the issued pair goes to
-// the store and the API clients present it on their next connection. No restart.
+// Certificate rotation (client-go's certificate manager as kubelet runs it): at a jittered 70-90 % of the certificate's
+// lifetime, or at once when there is none, a new key and CSR; the issued pair goes to the store and is used from then on
+// (the API clients' next connections, the kubelet API's next handshakes). No restart. kubelet runs two: the client
+// certificate (rotateCertificates) and the serving certificate (serverTLSBootstrap).
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/log.js';
 import type { ClientCertificateSource, KubeClient } from '../kubeapi/client.js';
 import { CertificateStore, parsePair, type CertificatePair } from './cert-store.js';
 import { requestCertificate, waitForCertificate } from './csr-client.js';
-import { certificateSigningRequest, createCsrPem, generatePrivateKeyPem, kubeletClientSigner, kubeletClientUsages, nodeClientSubject } from './csr.js';
+import { certificateSigningRequest, clientCertificateTemplate, createCsrPem, generatePrivateKeyPem, type CertificateTemplate } from './csr.js';
 import { rotationDeadline, rotationRetryDelay } from './rotation-deadline.js';
 
-export interface ClientCertificateRotationOptions {
+export interface CertificateManagerOptions {
   store: CertificateStore;
-  /** The pair the kubeconfig names (the store's current one when the kubeconfig points at it). */
-  initial: { cert: Buffer; key: Buffer };
-  nodeName: string;
+  /** The pair in use at start; without one a certificate is requested at once. */
+  initial?: { cert: Buffer; key: Buffer };
+  template: CertificateTemplate;
   clock: Clock;
   log: Logger;
   /** [0, 1); the deadline's jitter. */
   random?: () => number;
-  /** How long one CSR may wait for its certificate before the rotation is retried. */
+  /** How long one CSR may wait for its certificate before the request is retried. */
   requestTimeoutMs?: number;
 }
 
-export class ClientCertificateRotation implements ClientCertificateSource {
-  private pair: CertificatePair;
-  private buffers: { cert: Buffer; key: Buffer };
-  /** Rotations done since start (for logs and tests). */
+export class CertificateManager {
+  #pair: CertificatePair | undefined;
+  #buffers: { cert: Buffer; key: Buffer } | undefined;
+  /** Certificates obtained since start (for logs and tests). */
   rotations = 0;
+  /** Told each new pair, after the store has it (the kubelet API serves it from its next handshake). */
+  onRotated: ((pair: { cert: Buffer; key: Buffer }) => void) | undefined;
 
-  constructor(private readonly opts: ClientCertificateRotationOptions) {
-    this.pair = parsePair(opts.initial.cert.toString(), opts.initial.key.toString(), 'the kubeconfig\'s client certificate');
-    this.buffers = opts.initial;
+  constructor(private readonly opts: CertificateManagerOptions) {
+    if (opts.initial) {
+      this.#pair = parsePair(opts.initial.cert.toString(), opts.initial.key.toString(), `the ${opts.template.what.toLowerCase()} certificate in use`);
+      this.#buffers = opts.initial;
+    }
   }
 
-  /** The pair to present now. */
-  current(): { cert: Buffer; key: Buffer } {
-    return this.buffers;
-  }
-
-  /** The certificate in use. */
-  get certificate(): CertificatePair {
-    return this.pair;
+  /** The pair to present now; undefined until the first certificate is issued. */
+  currentPair(): { cert: Buffer; key: Buffer } | undefined {
+    return this.#buffers;
   }
 
   /**
-   * Rotates before each deadline until the signal aborts. `client` makes the requests; it should present this source's
-   * pair (the node's identity asks for its next certificate, which kube-controller-manager approves as selfnodeclient).
+   * Requests a certificate at once when there is none, then before each deadline, until the signal aborts. `client`
+   * makes the requests as the node (kube-controller-manager approves a node's own client certificates; serving ones
+   * wait for someone to approve them).
    */
   async run(client: KubeClient, signal: AbortSignal): Promise<void> {
-    const { clock, log } = this.opts;
+    const { clock, log, template } = this.opts;
     const random = this.opts.random ?? Math.random;
     let failures = 0;
-    let deadline = rotationDeadline(this.pair.notBefore, this.pair.notAfter, random());
-    log.info({ notAfter: this.pair.leaf.validTo, rotationDeadline: new Date(deadline).toISOString() }, 'Client certificate rotation scheduled');
+    const scheduled = (): number => {
+      const pair = this.#pair;
+      if (!pair) return clock.now();
+      const deadline = rotationDeadline(pair.notBefore, pair.notAfter, random());
+      log.info({ notAfter: pair.leaf.validTo, rotationDeadline: new Date(deadline).toISOString() }, `${template.what} certificate rotation scheduled`);
+      return deadline;
+    };
+    let deadline = scheduled();
     while (!signal.aborted) {
       const wait = deadline - clock.now();
       if (wait > 0) {
@@ -61,32 +68,46 @@ export class ClientCertificateRotation implements ClientCertificateSource {
         continue;
       }
       try {
-        await this.rotate(client, signal);
+        await this.#rotate(client, signal);
         failures = 0;
-        deadline = rotationDeadline(this.pair.notBefore, this.pair.notAfter, random());
-        log.info({ notAfter: this.pair.leaf.validTo, rotationDeadline: new Date(deadline).toISOString() }, 'Client certificate rotated; next rotation scheduled');
+        deadline = scheduled();
       } catch (err) {
         if (signal.aborted) return;
         failures++;
-        const delay = rotationRetryDelay(failures, clock.now(), this.pair.notAfter);
-        log.warn({ err, retryInMs: delay, notAfter: this.pair.leaf.validTo }, 'Client certificate rotation failed');
+        const delay = rotationRetryDelay(failures, clock.now(), this.#pair?.notAfter ?? clock.now());
+        log.warn({ err, retryInMs: delay, notAfter: this.#pair?.leaf.validTo }, `${template.what} certificate rotation failed`);
         deadline = clock.now() + delay;
       }
     }
   }
 
-  /** One rotation: new key, CSR (generated name `csr-...`, as client-go's manager), wait, store, switch. */
-  private async rotate(client: KubeClient, signal: AbortSignal): Promise<void> {
-    const { clock, log, nodeName, store } = this.opts;
+  /** One request: new key, CSR (generated name `csr-...`, as client-go's manager), wait, store, switch. */
+  async #rotate(client: KubeClient, signal: AbortSignal): Promise<void> {
+    const { clock, log, store, template } = this.opts;
     const keyPem = await generatePrivateKeyPem();
-    const csr = certificateSigningRequest(await createCsrPem(keyPem, nodeClientSubject(nodeName)), undefined, kubeletClientSigner, kubeletClientUsages);
+    const csr = certificateSigningRequest(await createCsrPem(keyPem, template.subject, template.sans), undefined, template.signerName, template.usages);
     const made = await requestCertificate(client, csr, signal);
-    log.info({ csr: made.name }, 'Client certificate rotation: certificate signing request created');
+    log.info({ csr: made.name, signer: template.signerName }, `${template.what} certificate rotation: certificate signing request created`);
     const certPem = await waitForCertificate(client, made, { timeoutMs: this.opts.requestTimeoutMs ?? 15 * 60_000, clock, log, signal });
     const pair = await store.update(certPem, keyPem, clock.now());
-    this.pair = pair;
-    this.buffers = { cert: Buffer.from(pair.certPem), key: Buffer.from(pair.keyPem) };
+    this.#pair = pair;
+    this.#buffers = { cert: Buffer.from(pair.certPem), key: Buffer.from(pair.keyPem) };
     this.rotations++;
-    log.info({ csr: made.name, file: store.currentPath, notAfter: pair.leaf.validTo }, 'Client certificate rotation: new certificate in use');
+    this.onRotated?.(this.#buffers);
+    log.info({ csr: made.name, file: store.currentPath, notAfter: pair.leaf.validTo }, `${template.what} certificate rotation: new certificate in use`);
+  }
+}
+
+/** The client certificate's manager, which always has a pair: the API clients present it. */
+export class ClientCertificateRotation extends CertificateManager implements ClientCertificateSource {
+  readonly #initial: { cert: Buffer; key: Buffer };
+
+  constructor(opts: Omit<CertificateManagerOptions, 'template' | 'initial'> & { initial: { cert: Buffer; key: Buffer }; nodeName: string }) {
+    super({ ...opts, template: clientCertificateTemplate(opts.nodeName) });
+    this.#initial = opts.initial;
+  }
+
+  current(): { cert: Buffer; key: Buffer } {
+    return this.currentPair() ?? this.#initial;
   }
 }

@@ -11,10 +11,14 @@ export interface FlagSpec {
   kind: FlagKind;
   default: string;
   help: string;
+  /** A string list (pflag's StringSlice, as kubeadm's): given several times, the values add up, comma-joined. */
+  repeated?: boolean;
 }
 
 /** The repository (or installed package) root: cni-conf/ ships there. */
 export const packageRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
+/** nodelet's own network (bridge nodelet0), which takes the node's pod CIDR. */
+export const defaultCniConfDir = resolve(packageRoot, 'cni-conf');
 
 export const agentFlags: FlagSpec[] = [
   { name: 'kubeconfig', kind: 'string', default: '', help: 'kubeconfig of the API server to join as a node (cluster mode); without it nodelet runs standalone' },
@@ -26,7 +30,7 @@ export const agentFlags: FlagSpec[] = [
   { name: 'hostname-override', kind: 'string', default: '', help: 'Node name to use instead of the host name' },
   { name: 'node-ip', kind: 'string', default: '', help: "The node's IP (default: the address of the default route's interface)" },
   { name: 'pod-cidr', kind: 'string', default: '', help: "Pod subnet; overrides the host-local range of the pod network's conflist" },
-  { name: 'cni-conf-dir', kind: 'string', default: resolve(packageRoot, 'cni-conf'), help: 'Directory of the pod network conflists' },
+  { name: 'cni-conf-dir', kind: 'string', default: defaultCniConfDir, help: "Directory of the pod network configurations, watched: the first (by name) is new pods' network" },
   { name: 'cni-bin-dir', kind: 'string', default: '/usr/lib/cni,/opt/cni/bin', help: 'Comma-separated directories of CNI plugin binaries' },
   { name: 'cni-cache-dir', kind: 'string', default: '/var/lib/cni', help: 'Directory of cached CNI results' },
   { name: 'cni-socket', kind: 'string', default: '/run/nodelet/cni.sock', help: "Socket on which the CNI shim reaches nodelet's network executor" },
@@ -92,7 +96,7 @@ export function parseFlags(argv: string[], specs: FlagSpec[]): ParsedFlags {
       }
     }
     if (spec.kind === 'int' && !/^-?\d+$/.test(value)) throw new FlagError(`invalid value for --${name}: "${value}" is not an integer`);
-    values.set(name, value);
+    values.set(name, spec.repeated && explicit.has(name) ? `${values.get(name)},${value}` : value);
     explicit.add(name);
   }
   return { values, positional, explicit };

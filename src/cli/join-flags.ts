@@ -4,7 +4,7 @@ import type { FlagSpec } from './flags.js';
 /** `kubeadm join`'s flags that nodelet takes; the agent's flags are accepted beside them and passed on. */
 export const joinFlags: FlagSpec[] = [
   { name: 'token', kind: 'string', default: '', help: 'Bootstrap token <id>.<secret> for discovery and the TLS bootstrap' },
-  { name: 'discovery-token-ca-cert-hash', kind: 'string', default: '', help: "sha256:<hex> of the cluster CA's public key (comma-separated for several)" },
+  { name: 'discovery-token-ca-cert-hash', kind: 'string', repeated: true, default: '', help: "sha256:<hex> of the cluster CA's public key; repeat the flag (or separate by commas) to pin several, any match is enough" },
   { name: 'discovery-token-unsafe-skip-ca-verification', kind: 'bool', default: '', help: 'Trust the CA cluster-info carries without a pin' },
   { name: 'node-name', kind: 'string', default: '', help: "The node's name (default: the host name); the agent's --hostname-override" },
   { name: 'cri-socket', kind: 'string', default: '', help: "The container runtime's CRI endpoint; the agent's --container-runtime-endpoint" },

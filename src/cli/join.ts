@@ -105,10 +105,14 @@ export async function joinCluster(argv: string[], log: Logger, signal: AbortSign
   return args;
 }
 
+/** A joined node's CNI configuration directory, kubelet's and containerd's default: the cluster's CNI DaemonSet writes there. */
+export const joinedNodeCniConfDir = '/etc/cni/net.d';
+
 /** The agent's command line: the agent flags given to join, and the files join wrote. */
 function agentArgs(passed: string[], paths: ReturnType<typeof joinPaths>, nodeName: string, criSocket: string): string[] {
   return [
     ...passed,
+    ...(passed.some((a) => a.startsWith('--cni-conf-dir=')) ? [] : ['--cni-conf-dir', joinedNodeCniConfDir]),
     '--config', paths.config,
     '--kubeconfig', paths.kubeconfig,
     '--bootstrap-kubeconfig', paths.bootstrapKubeconfig,

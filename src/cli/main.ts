@@ -1,5 +1,5 @@
 // The `nodelet` command: runs the agent (default) or talks to a running one (`nodelet pods`).
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { Agent, AgentConfigError, statusSocketPath } from '../agent/agent.js';
 import type { AgentConfig } from '../agent/agent-config.js';
 import { KubeletConfigError, loadKubeletConfiguration, resolveKubeletConfiguration, type KubeletConfiguration } from '../agent/kubelet-config.js';
@@ -7,7 +7,7 @@ import { fetchPods, watchPods } from '../agent/status-api.js';
 import { KubeconfigError } from '../kubeapi/kubeconfig.js';
 import { configureLogger, type LogFormat, type Logger } from '../core/log.js';
 import { joinFlags, joinUsage } from './join-flags.js';
-import { agentFlags, flagUsage, FlagError, parseFlags, type FlagSpec } from './flags.js';
+import { agentFlags, defaultCniConfDir, flagUsage, FlagError, parseFlags, type FlagSpec } from './flags.js';
 import { parseGoDuration } from '../core/duration.js';
 import { formatPodJson, formatPodTable, PodWatchPrinter } from './print-pods.js';
 
@@ -52,6 +52,7 @@ function agentConfig(values: Map<string, string>, kubelet: KubeletConfiguration)
     nodeIP: get('node-ip'),
     podCIDR: kubelet.podCIDR,
     cniConfDir: get('cni-conf-dir'),
+    podCidrInConfDir: resolve(get('cni-conf-dir')) === defaultCniConfDir || kubelet.podCIDR !== '',
     cniBinDirs: get('cni-bin-dir').split(',').map((d) => d.trim()).filter(Boolean),
     cniCacheDir: get('cni-cache-dir'),
     cniSocket: get('cni-socket'),

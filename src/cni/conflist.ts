@@ -94,8 +94,18 @@ export function confListJson(list: NetConfList): string {
   return JSON.stringify(out);
 }
 
-/** Reads every configuration file of a directory, sorted by file name; a missing directory yields none. */
-export async function loadConfLists(dir: string): Promise<NetConfList[]> {
+/** One configuration file's path and text, as read from the directory. */
+export interface ConfFile {
+  path: string;
+  text: string;
+}
+
+/**
+ * The configuration files of a directory (libcni's ConfFiles: entries with a .conf, .conflist or .json ending that are
+ * not directories), sorted by name as containerd sorts them; a missing directory has none. A file removed while it is
+ * being read is skipped.
+ */
+export async function readConfFiles(dir: string): Promise<ConfFile[]> {
   let names: string[];
   try {
     const entries = await readdir(dir, { withFileTypes: true });
@@ -107,18 +117,22 @@ export async function loadConfLists(dir: string): Promise<NetConfList[]> {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw err;
   }
-  const lists: NetConfList[] = [];
+  const files: ConfFile[] = [];
   for (const name of names) {
     const path = join(dir, name);
-    let text: string;
     try {
-      text = await readFile(path, 'utf8');
+      files.push({ path, text: await readFile(path, 'utf8') });
     } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
       throw new NetConfError(path, '', `cannot be read: ${(err as Error).message}`, { cause: err });
     }
-    lists.push(parseConfList(text, path));
   }
-  return lists;
+  return files;
+}
+
+/** Reads every configuration file of a directory, sorted by file name; a missing directory yields none. */
+export async function loadConfLists(dir: string): Promise<NetConfList[]> {
+  return (await readConfFiles(dir)).map((f) => parseConfList(f.text, f.path));
 }
 
 function isLoopbackOnly(list: NetConfList): boolean {
@@ -139,13 +153,57 @@ export const DEFAULT_LOOPBACK: NetConfList = {
  * main network; the first loopback-only list, or a built-in one, is the loopback network.
  */
 export function selectPodNetworks(lists: NetConfList[], dir: string): PodNetworks {
-  const main = lists.find((l) => !isLoopbackOnly(l));
-  if (!main) throw new NetConfError(dir, '', 'holds no network configuration besides loopback');
-  const loopback = lists.find(isLoopbackOnly) ?? DEFAULT_LOOPBACK;
-  if (loopback.name === main.name) {
-    throw new NetConfError(loopback.source, 'name', `${JSON.stringify(main.name)} is also the name of ${main.source}`);
+  const selected = selectNetworks(lists.map((list) => ({ path: list.source, list })));
+  if (selected.problem) throw selected.problem;
+  if (!selected.main) throw new NetConfError(dir, '', 'holds no network configuration besides loopback');
+  return { main: selected.main, loopback: selected.loopback };
+}
+
+/** What a configuration directory offers now: the pod network, or why there is none. */
+export interface NetworkSelection {
+  /** The network new pods join; absent while the directory offers none (the runtime's network is then not ready). */
+  main?: NetConfList;
+  loopback: NetConfList;
+  /** Why there is no main network (no file, or the first file cannot be used), for the log. */
+  problem?: string;
+}
+
+/**
+ * containerd's choice (go-cni's loadFromConfDir with one network): files in name order, the first usable one is the
+ * network; a file before it that cannot be parsed fails the whole load, as there. Loopback-only lists never become the
+ * main network (containerd brings up "lo" itself); the first of them is the loopback network.
+ */
+export function selectNetworkFromFiles(files: ConfFile[], dir: string): NetworkSelection {
+  const selected = selectNetworks(
+    files.map((f) => {
+      try {
+        return { path: f.path, list: parseConfList(f.text, f.path) };
+      } catch (err) {
+        return { path: f.path, error: err as Error };
+      }
+    }),
+  );
+  if (selected.main) return { main: selected.main, loopback: selected.loopback };
+  return { loopback: selected.loopback, problem: selected.problem?.message ?? `no network config found in ${dir}` };
+}
+
+function selectNetworks(entries: { path: string; list?: NetConfList; error?: Error }[]): { main?: NetConfList; loopback: NetConfList; problem?: Error } {
+  let main: NetConfList | undefined;
+  let loopback: NetConfList | undefined;
+  let problem: Error | undefined;
+  for (const entry of [...entries].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))) {
+    if (!entry.list) {
+      problem ??= main ? undefined : entry.error;
+      continue;
+    }
+    if (isLoopbackOnly(entry.list)) loopback ??= entry.list;
+    else if (!main && !problem) main = entry.list;
   }
-  return { main, loopback };
+  loopback ??= DEFAULT_LOOPBACK;
+  if (main && loopback.name === main.name) {
+    return { loopback, problem: new NetConfError(loopback.source, 'name', `${JSON.stringify(main.name)} is also the name of ${main.source}`) };
+  }
+  return main ? { main, loopback } : { loopback, ...(problem ? { problem } : {}) };
 }
 
 /**
@@ -176,6 +234,11 @@ export function withPodCidr(list: NetConfList, podCidr: string): NetConfList {
     throw new NetConfError(list.source, 'plugins[].ipam', 'no plugin uses host-local IPAM, so --pod-cidr cannot be applied');
   }
   return { ...list, plugins };
+}
+
+/** Whether a plugin of the list allocates with host-local IPAM (only such a network can take the node's pod CIDR). */
+export function usesHostLocal(list: NetConfList): boolean {
+  return list.plugins.some((p) => p.ipam?.type === 'host-local');
 }
 
 /** The subnets a list's host-local ranges allocate from. */
@@ -214,13 +277,13 @@ export async function loadPodNetworks(dir: string, opts: { podCidr?: string } = 
 /**
  * The host routes whose destination overlaps `subnet`: a pod subnet must not shadow a network the host
  * already reaches. Default routes never count; nor do routes through `ignoreDevices` (the pod bridge itself,
- * whose route exists after the agent's previous run).
+ * whose route exists after the agent's previous run), nor those through pods' host veths (ptp routes each pod's IP so).
  */
 export function subnetCollisions(subnet: string, hostRoutes: HostRoute[], ignoreDevices: string[] = []): HostRoute[] {
   const pod = parseCidr(subnet);
   return hostRoutes.filter((route) => {
     if (route.dst === 'default') return false;
-    if (route.dev !== undefined && ignoreDevices.includes(route.dev)) return false;
+    if (route.dev !== undefined && (ignoreDevices.includes(route.dev) || route.dev.startsWith('veth'))) return false;
     let dst;
     try {
       dst = parseCidr(route.dst);

@@ -1,19 +1,31 @@
-// The pod network as the agent sees it: the main network per sandbox, with the sandboxes' IPs.
+// The pod network as the agent sees it: the network new sandboxes join (or none yet), each sandbox's own, and their IPs.
 import { logger as rootLogger, type Logger } from '../core/log.js';
+import type { RuntimeCondition } from '../cri/types.js';
 import type { CniExecutor, GarbageCollectReport } from './executor.js';
 import { podIdentity, resultPodIPs } from './protocol.js';
-import type { CniResult, CniRuntimeConf, NetConfList } from './types.js';
+import { CniError, CniErrorCode, type CniResult, type CniRuntimeConf, type NetConfList } from './types.js';
 
 export interface PodNetworkOptions {
   executor: CniExecutor;
-  main: NetConfList;
-  loopback: NetConfList;
+  /** The network new sandboxes join; undefined while the configuration directory offers none. */
+  main: NetConfList | undefined;
   /** Attachments younger than this are never garbage (default 2 minutes). */
   gcGracePeriodMs?: number;
   log?: Logger;
 }
 
 const LOOPBACK_IFNAME = 'lo';
+
+/**
+ * containerd's NetworkReady condition while it has no network configuration (its CRI Status: reason
+ * networkNotReadyReason, "Network plugin returns error: %v" of go-cni's ErrCNINotInitialized).
+ */
+export const NETWORK_PLUGIN_NOT_READY: RuntimeCondition = {
+  type: 'NetworkReady',
+  status: false,
+  reason: 'NetworkPluginNotReady',
+  message: 'Network plugin returns error: cni plugin not initialized',
+};
 
 /**
  * containerd lists a sandbox only once RunPodSandbox is done, well after its CNI ADD; an attachment this young
@@ -23,11 +35,10 @@ export const DEFAULT_GC_GRACE_PERIOD_MS = 120_000;
 
 export class PodNetwork {
   readonly executor: CniExecutor;
-  #main: NetConfList;
-  readonly loopback: NetConfList;
+  #main: NetConfList | undefined;
   readonly #log: Logger | undefined;
   readonly #gcGracePeriodMs: number;
-  /** Main-network results by sandbox id: the source of pod IPs. */
+  /** Each sandbox's ADD result (of whichever network it joined) by sandbox id: the source of pod IPs. */
   readonly #results = new Map<string, CniResult>();
   /** The tail of each sandbox's queue of operations; the spec forbids parallel operations on one container. */
   readonly #queues = new Map<string, Promise<unknown>>();
@@ -37,37 +48,39 @@ export class PodNetwork {
   private constructor(opts: PodNetworkOptions) {
     this.executor = opts.executor;
     this.#main = opts.main;
-    this.loopback = opts.loopback;
     this.#log = opts.log;
     this.#gcGracePeriodMs = opts.gcGracePeriodMs ?? DEFAULT_GC_GRACE_PERIOD_MS;
   }
 
-  /** Creates the pod network and loads the main network's cached results (pod IPs survive agent restarts). */
+  /**
+   * Creates the pod network and loads the cached results of every sandbox nodelet attached, whatever network it
+   * joined (pod IPs survive agent restarts and network changes).
+   */
   static async create(opts: PodNetworkOptions): Promise<PodNetwork> {
     const network = new PodNetwork(opts);
     for (const attachment of await opts.executor.cachedAttachments()) {
-      if (attachment.networkName === opts.main.name && attachment.ifName !== LOOPBACK_IFNAME) {
-        network.#results.set(attachment.containerId, attachment.result);
-      }
+      if (attachment.managed && attachment.ifName !== LOOPBACK_IFNAME) network.#results.set(attachment.containerId, attachment.result);
     }
     return network;
   }
 
-  /** The main network new sandboxes are attached to. */
-  get main(): NetConfList {
+  /** The network new sandboxes are attached to; undefined while there is none. */
+  get main(): NetConfList | undefined {
     return this.#main;
   }
 
   /**
-   * Replaces the main network's configuration for sandboxes set up from now on (e.g. host-local allocating from the
-   * node's new pod CIDR). It must keep the network's name: attachments, cached results and host-local reservations
-   * are keyed by it, and existing sandboxes keep their IPs and are torn down with the same plugins.
+   * Sets the network sandboxes set up from now on join (another file of the configuration directory, host-local
+   * allocating from the node's new pod CIDR, or none). Existing sandboxes keep theirs: each is torn down with the
+   * configuration its cached ADD result records.
    */
-  setMain(list: NetConfList): void {
-    if (list.name !== this.#main.name) {
-      throw new Error(`the main pod network cannot change its name ("${this.#main.name}" -> "${list.name}") while pods use it`);
-    }
+  setMain(list: NetConfList | undefined): void {
     this.#main = list;
+  }
+
+  /** The NetworkReady condition the container runtime would report for this network: undefined when ready. */
+  notReadyCondition(): RuntimeCondition | undefined {
+    return this.#main ? undefined : NETWORK_PLUGIN_NOT_READY;
   }
 
   #logger(rt: CniRuntimeConf): Logger {
@@ -98,15 +111,18 @@ export class PodNetwork {
     return this.#serialized(rt.containerId, async () => {
       this.#touched.add(rt.containerId);
       const log = this.#logger(rt);
+      // The network of this moment: a configuration change during the ADD is for the next sandbox.
+      const list = this.#main;
+      if (!list) throw new CniError({ code: CniErrorCode.TryAgainLater, msg: NETWORK_PLUGIN_NOT_READY.message });
       try {
-        const result = await this.executor.add(this.main, rt, signal);
+        const result = await this.executor.add(list, rt, signal);
         this.#results.set(rt.containerId, result);
-        log.info({ ips: resultPodIPs(result), netns: rt.netns }, 'pod network set up');
+        log.info({ network: list.name, source: list.source, ips: resultPodIPs(result), netns: rt.netns }, 'pod network set up');
         return result;
       } catch (err) {
-        log.warn({ err }, 'pod network setup failed; undoing it');
+        log.warn({ err, network: list.name }, 'pod network setup failed; undoing it');
         try {
-          await this.#tearDown(rt);
+          await this.#tearDown(rt, list);
         } catch (cleanupErr) {
           log.warn({ err: cleanupErr }, 'undoing a failed pod network setup failed');
         }
@@ -115,43 +131,54 @@ export class PodNetwork {
     });
   }
 
-  /** Detaches a sandbox (main network, then a loopback attachment of older agents). Idempotent: a second call finds nothing and succeeds. */
+  /**
+   * Detaches a sandbox from the network it joined (then a loopback attachment of older agents). Idempotent: a second
+   * call finds nothing and succeeds.
+   */
   async tearDown(rt: CniRuntimeConf, signal?: AbortSignal): Promise<void> {
     await this.#serialized(rt.containerId, async () => {
       this.#touched.add(rt.containerId);
-      await this.#tearDown(rt, signal);
+      await this.#tearDown(rt, undefined, signal);
       // Nothing is cached for the sandbox any more, so garbage collection has nothing to take from it.
       this.#touched.delete(rt.containerId);
       this.#logger(rt).info({ netns: rt.netns }, 'pod network torn down');
     });
   }
 
-  async #tearDown(rt: CniRuntimeConf, signal?: AbortSignal): Promise<void> {
+  /**
+   * The sandbox's network is the one its cached ADD result records (configuration included), whatever the directory
+   * says now. Without a record (the ADD failed before it was written, or a DEL already removed it) the plugins of
+   * `list`, else of the current network, run without prevResult: DEL releases what they may still hold.
+   */
+  async #tearDown(rt: CniRuntimeConf, list?: NetConfList, signal?: AbortSignal): Promise<void> {
+    const attachments = (await this.executor.cachedAttachments({ containerId: rt.containerId })).filter((a) => a.managed);
+    const opts = { netns: rt.netns, ...(signal ? { signal } : {}) };
     let mainError: unknown;
     try {
-      await this.executor.del(this.main, rt, signal);
+      const joined = attachments.filter((a) => a.ifName === rt.ifName);
+      for (const attachment of joined) await this.executor.delCached(attachment, opts);
+      const fallback = list ?? this.#main;
+      if (joined.length === 0 && fallback) await this.executor.del(fallback, rt, signal);
       this.#results.delete(rt.containerId);
     } catch (err) {
       mainError = err;
     }
     // Agents before containerd's own loopback was relied on attached "lo" too: such a record is deleted even when
-    // the main network failed. Without one there is nothing of the agent's on "lo".
-    if (await this.#hasLoopbackAttachment(rt)) await this.executor.del(this.loopback, loopbackConf(rt), signal);
+    // the main network failed.
+    for (const attachment of attachments.filter((a) => a.ifName === LOOPBACK_IFNAME && rt.ifName !== LOOPBACK_IFNAME)) {
+      await this.executor.delCached(attachment, opts);
+    }
     if (mainError !== undefined) throw mainError;
   }
 
-  async #hasLoopbackAttachment(rt: CniRuntimeConf): Promise<boolean> {
-    try {
-      return (await this.executor.cache.read(this.loopback.name, rt.containerId, LOOPBACK_IFNAME)) !== undefined;
-    } catch {
-      return true; // unreadable: DEL copes with that and removes it
-    }
-  }
-
-  /** Asks the plugins whether the sandbox's main network is still as set up. */
+  /** Asks the plugins of the sandbox's own network whether it is still as set up. */
   async check(rt: CniRuntimeConf, signal?: AbortSignal): Promise<void> {
     await this.#serialized(rt.containerId, async () => {
-      await this.executor.check(this.main, rt, signal);
+      const attachment = (await this.executor.cachedAttachments({ containerId: rt.containerId })).find((a) => a.managed && a.ifName === rt.ifName);
+      if (!attachment) {
+        throw new CniError({ code: CniErrorCode.UnknownContainer, msg: `no cached ADD result for container ${rt.containerId} interface ${rt.ifName}` });
+      }
+      await this.executor.check(attachment.config, rt, signal);
     });
   }
 
@@ -168,18 +195,11 @@ export class PodNetwork {
    */
   async garbageCollect(liveSandboxIds: Set<string>, signal?: AbortSignal): Promise<GarbageCollectReport> {
     const keep = new Set([...liveSandboxIds, ...this.#touched, ...this.#queues.keys()]);
-    const report = await this.executor.garbageCollect(keep, {
-      networks: new Set([this.main.name, this.loopback.name]),
-      minAgeMs: this.#gcGracePeriodMs,
-      ...(signal ? { signal } : {}),
-    });
+    // Every network nodelet attached sandboxes to: a pod keeps its network across configuration changes.
+    const report = await this.executor.garbageCollect(keep, { minAgeMs: this.#gcGracePeriodMs, ...(signal ? { signal } : {}) });
     for (const removed of report.removed) {
-      if (removed.networkName === this.main.name) this.#results.delete(removed.containerId);
+      if (removed.ifName !== LOOPBACK_IFNAME) this.#results.delete(removed.containerId);
     }
     return report;
   }
-}
-
-function loopbackConf(rt: CniRuntimeConf): CniRuntimeConf {
-  return { ...rt, ifName: LOOPBACK_IFNAME, capabilityArgs: {} };
 }

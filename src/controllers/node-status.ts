@@ -1,6 +1,7 @@
 // Builds the Node object and its status as kubelet's node status setters do (pure: host facts and the clock are inputs).
 import type { V1ContainerImage, V1Node, V1NodeCondition, V1NodeStatus, V1Taint } from '@kubernetes/client-node';
-import type { Image, RuntimeCondition, RuntimeStatus } from '../cri/types.js';
+import type { Image, RuntimeStatus } from '../cri/types.js';
+import { describeRuntimeCondition, networkNotReadyError } from '../cri/runtime-info.js';
 import type { MachineInfo } from '../host/machine-info.js';
 import { canonicalJson as canonical } from '../core/canonical-json.js';
 import { tryParseQuantity } from '../core/quantity.js';
@@ -55,10 +56,6 @@ export function isNodeReady(node: V1Node | undefined): boolean {
 /** kubelet's runtimeSyncThreshold (maxWaitForContainerRuntime): no successful runtime status for this long means it is down. */
 export const runtimeSyncThresholdMs = 30_000;
 
-/** %v of kubelet's RuntimeCondition ("NetworkReady=false reason:... message:..."), "<nil>" when the runtime omitted it. */
-function describeRuntimeCondition(c: RuntimeCondition | undefined): string {
-  return c ? `${c.type}=${c.status} reason:${c.reason} message:${c.message}` : '<nil>';
-}
 
 /**
  * kubelet's runtimeState: what the last container runtime status check said, behind the Ready condition's message.
@@ -74,7 +71,7 @@ export class RuntimeState {
   /** Records a CRI Status answer received at `now`. A failed call records nothing: staleness then says "down". */
   update(status: RuntimeStatus, now: number): void {
     const network = status.conditions.find((c) => c.type === 'NetworkReady');
-    this.networkError = network?.status ? undefined : `container runtime network not ready: ${describeRuntimeCondition(network)}`;
+    this.networkError = network?.status ? undefined : networkNotReadyError(network);
     const runtime = status.conditions.find((c) => c.type === 'RuntimeReady');
     if (!runtime?.status) {
       this.runtimeError = `container runtime not ready: ${describeRuntimeCondition(runtime)}`;

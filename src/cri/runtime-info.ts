@@ -1,4 +1,16 @@
-// What the runtime's verbose Status tells of its own configuration (containerd's CRI plugin "config" info).
+// What the runtime's Status tells: its conditions as kubelet prints them, and of its own configuration (containerd's CRI
+// plugin "config" info, in the verbose answer).
+import type { RuntimeCondition } from './types.js';
+
+/** %v of kubelet's RuntimeCondition ("NetworkReady=false reason:... message:..."), "<nil>" when the runtime omitted it. */
+export function describeRuntimeCondition(c: RuntimeCondition | undefined): string {
+  return c ? `${c.type}=${c.status} reason:${c.reason} message:${c.message}` : '<nil>';
+}
+
+/** kubelet's runtimeState network error for a NetworkReady condition that is not true. */
+export function networkNotReadyError(c: RuntimeCondition | undefined): string {
+  return `container runtime network not ready: ${describeRuntimeCondition(c)}`;
+}
 
 export type CgroupDriver = 'cgroupfs' | 'systemd';
 

@@ -28,6 +28,8 @@ export interface PodWorkerDeps extends SyncDeps {
   onStatus?: (pod: V1Pod, status: V1PodStatus, final: boolean) => void;
   /** Told every change of a pod as `apiPod()` shows it, undefined once its worker is gone (the status socket's watch). */
   onPodChange?: (uid: string, pod: V1Pod | undefined) => void;
+  /** kubelet's runtimeState.networkErrors: why the pod network is not ready, undefined when it is. */
+  networkNotReady?: () => string | undefined;
 }
 
 /**
@@ -69,6 +71,8 @@ export class PodWorker {
   readonly terminated = new Promise<void>((resolve) => (this.resolveTerminated = resolve));
   private readonly log: Logger;
   private warnedUnsupported = false;
+  /** The network was not ready at the last sync (logged once per wait). */
+  private waitingForNetwork = false;
   /** Whether a sync has observed the runtime for this pod yet (the first may skip it: see observeNewPod). */
   private synced = false;
 
@@ -201,7 +205,17 @@ export class PodWorker {
         startup: (id) => this.deps.prober.result('startup', id),
       });
       let results: StepResult[] = [];
-      if (!isNoop(actions)) {
+      // kubelet's SyncPod: while the network is not ready only host-network pods get anything started.
+      const networkError = isNoop(actions) || pod.spec?.hostNetwork ? undefined : this.deps.networkNotReady?.();
+      if (networkError) {
+        const message = `network is not ready: ${networkError}`;
+        if (!this.waitingForNetwork) this.log.warn(message);
+        this.waitingForNetwork = true;
+        this.deps.events.event({ pod }, 'Warning', 'NetworkNotReady', message);
+        this.setStatus(this.deriveStatus(pod, state));
+        nextWake = Math.min(nextWake, this.deps.errorRetryMs);
+      } else if (!isNoop(actions)) {
+        this.waitingForNetwork = false;
         // As kubelet's SyncPod, the status as observed goes out before the actions run: a slow pull or start shows
         // ContainerCreating / PodInitializing meanwhile, not a bare Pending.
         this.setStatus(this.deriveStatus(pod, state));

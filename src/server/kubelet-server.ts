@@ -4,6 +4,7 @@ import { access } from 'node:fs/promises';
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { Socket } from 'node:net';
+import type { SecureContextOptions } from 'node:tls';
 import type { Duplex } from 'node:stream';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { Clock } from '../core/clock.js';
@@ -18,6 +19,7 @@ import { parseCommand, parsePodLogOptions, parsePorts, parseStreamOptions, Reque
 import { isLoopbackStreamingUrl, proxyUpgrade } from './stream-proxy.js';
 
 export interface KubeletServerTls {
+  /** The serving certificate (PEM chain) and key; empty while a requested one is not issued yet (handshakes then fail, as kubelet's). */
   cert: string;
   key: string;
   /** PEM bundle verifying client certificates; undefined: no client certificates are asked for. */
@@ -79,11 +81,33 @@ function specContainer(pod: V1Pod, name: string): V1Container | undefined {
 
 export class KubeletServer {
   private server?: Server;
+  /** The serving certificate in use (replaced by setServingCertificate). */
+  private serving: { cert: string; key: string };
   private readonly sockets = new Set<Socket>();
   /** Streaming sessions (exec, attach, port-forward) being proxied now. */
   private sessions = 0;
 
-  constructor(private readonly opts: KubeletServerOptions) {}
+  constructor(private readonly opts: KubeletServerOptions) {
+    this.serving = { cert: opts.tls.cert, key: opts.tls.key };
+  }
+
+  /** The secure context: the serving certificate, the client CA, the protocol and cipher settings. */
+  private secureContextOptions(): SecureContextOptions {
+    const { tls } = this.opts;
+    return {
+      ...(this.serving.cert ? this.serving : {}),
+      ...(tls.clientCA ? { ca: tls.clientCA } : {}),
+      ...(tls.minVersion ? { minVersion: tls.minVersion } : {}),
+      // Go keeps TLS 1.3's suites on whatever the list says; so does this.
+      ...(tls.ciphers.length > 0 ? { ciphers: [...tls.ciphers, 'TLS_AES_128_GCM_SHA256', 'TLS_AES_256_GCM_SHA384', 'TLS_CHACHA20_POLY1305_SHA256'].join(':') } : {}),
+    };
+  }
+
+  /** Serves another certificate from the next handshake on (serverTLSBootstrap's rotation); open connections keep theirs. */
+  setServingCertificate(pair: { cert: string; key: string }): void {
+    this.serving = pair;
+    this.server?.setSecureContext(this.secureContextOptions());
+  }
 
   get activeSessions(): number {
     return this.sessions;
@@ -96,14 +120,9 @@ export class KubeletServer {
   }
 
   async listen(): Promise<void> {
-    const { tls } = this.opts;
     const server = createServer({
-      cert: tls.cert,
-      key: tls.key,
-      ...(tls.clientCA ? { ca: tls.clientCA, requestCert: true, rejectUnauthorized: false } : {}),
-      ...(tls.minVersion ? { minVersion: tls.minVersion } : {}),
-      // Go keeps TLS 1.3's suites on whatever the list says; so does this.
-      ...(tls.ciphers.length > 0 ? { ciphers: [...tls.ciphers, 'TLS_AES_128_GCM_SHA256', 'TLS_AES_256_GCM_SHA384', 'TLS_CHACHA20_POLY1305_SHA256'].join(':') } : {}),
+      ...this.secureContextOptions(),
+      ...(this.opts.tls.clientCA ? { requestCert: true, rejectUnauthorized: false } : {}),
     });
     server.on('connection', (socket: Socket) => {
       this.sockets.add(socket);

@@ -171,7 +171,10 @@ test('kubeadm\'s join command with nodelet: the node registers, Ready, as system
   const node = 'nodelet-joined';
   const line = plane.joinCommand.replace(/^kubeadm join /, '').split(/\s+/);
   const base = dirname(root);
-  const joined = startJoin([...line, '--node-name', node, '--cri-socket', criEndpoint, '--root-dir', root,
+  // kubeadm's hash flag may be repeated: a pin of another key beside the cluster's still joins (any match pins). No CNI
+  // DaemonSet runs here to write /etc/cni/net.d (a joined node's default): nodelet's own network is given.
+  const joined = startJoin([...line, '--discovery-token-ca-cert-hash', `sha256:${'ab'.repeat(32)}`, '--node-name', node, '--cri-socket', criEndpoint, '--root-dir', root,
+    `--cni-conf-dir=${join(repoRoot, 'cni-conf')}`,
     `--pod-logs-dir=${join(base, 'pod-logs')}`, `--pod-manifest-path=${join(base, 'manifests')}`, '--logging-format', 'json'], 600_000);
   try {
     const ready = waitFor(`Node ${node} Ready`, async () => nodeReady(await kubectl.get<V1Node>('node', node).catch(() => undefined)) || undefined, 120_000, 500);
@@ -187,6 +190,7 @@ test('kubeadm\'s join command with nodelet: the node registers, Ready, as system
     expect(config.authentication.x509.clientCAFile).toBe(join(root, 'pki', 'ca.crt'));
     expect(config.rotateCertificates).toBe(true);
     expect(joined.output()).toContain('This node has joined the cluster; restart it with: nodelet');
+    expect(joined.output()).toContain(`--cni-conf-dir=${join(repoRoot, 'cni-conf')}`);
     const who = await new Kubectl(join(root, 'kubeconfig'), join(dir, 'kube-cache'), join(dir, 'work'), join(binDir, 'kubectl'))
       .run('auth', 'whoami', '-o', 'json');
     expect(JSON.parse(who).status.userInfo).toMatchObject({ username: `system:node:${node}`, groups: expect.arrayContaining(['system:nodes']) });

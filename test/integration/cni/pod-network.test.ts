@@ -166,7 +166,6 @@ describeRoot('PodNetwork with the reference plugins', () => {
     const failing = await PodNetwork.create({
       executor: new CniExecutor({ binDirs: ['/usr/lib/cni', bin], cacheDir: join(root, 'cache'), log: silentLog }),
       main: { ...net.networks.main, plugins: [...net.networks.main.plugins, { type: 'nlt-fail' }] },
-      loopback: net.networks.loopback,
       log: silentLog,
     });
 

@@ -37,6 +37,8 @@ export interface RealClusterOptions {
   keepAddons?: boolean;
   /** Progress lines (default: none). */
   log?: (line: string) => void;
+  /** Return once the Node is registered with a podCIDR, Ready or not (e.g. no pod network yet); default: wait for Ready. */
+  notReadyOk?: boolean;
   /** kube-apiserver's audit policy (YAML); default: defaultAuditPolicy. */
   auditPolicy?: string;
 }
@@ -175,9 +177,9 @@ export async function startRealCluster(opts: RealClusterOptions = {}): Promise<R
     agent = await AgentProcess.create({ kubeconfig: nodeKubeconfig, nodeName });
     await agent.start(typeof opts.agentArgs === 'function' ? opts.agentArgs(dir) : (opts.agentArgs ?? []));
     log(`real-cluster: nodelet started as ${nodeName}`);
-    const node = await waitFor(`Node ${nodeName} Ready with a podCIDR`, async () => {
+    const node = await waitFor(`Node ${nodeName} ${opts.notReadyOk ? 'registered' : 'Ready'} with a podCIDR`, async () => {
       const n = await kubectl!.get<V1Node>('node', nodeName).catch(() => undefined);
-      return nodeReady(n) && n?.spec?.podCIDR ? n : undefined;
+      return (opts.notReadyOk || nodeReady(n)) && n?.spec?.podCIDR ? n : undefined;
     }, 120_000, 500).catch((err: Error) => {
       throw new Error(`${err.message}\nnodelet's log (end):\n${agent!.output.split('\n').slice(-30).join('\n')}`);
     });
@@ -200,6 +202,17 @@ export async function startRealCluster(opts: RealClusterOptions = {}): Promise<R
     }
     throw err;
   }
+}
+
+/** Registers a test file's afterAll: the cluster stopped (see cleanUpRealCluster), then the file's own directories removed. */
+export function stopAfterAll(cluster: () => RealCluster | undefined, ...dirs: string[]): void {
+  afterAll(async () => {
+    try {
+      await cluster()?.stop();
+    } finally {
+      for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+    }
+  }, 300_000);
 }
 
 /**

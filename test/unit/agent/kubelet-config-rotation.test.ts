@@ -1,4 +1,4 @@
-// rotateCertificates in the KubeletConfiguration: honoured now (client certificate rotation), true unless set false.
+// rotateCertificates and serverTLSBootstrap in the KubeletConfiguration: both honoured (client and serving certificate managers).
 import { parseKubeletConfiguration, resolveKubeletConfiguration } from '../../../src/agent/kubelet-config.js';
 
 const doc = (extra: string) => `apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n${extra}`;
@@ -15,9 +15,10 @@ test('rotateCertificates must be a boolean', () => {
   expect(() => parseKubeletConfiguration(doc('rotateCertificates: "yes"\n'), 'c.yaml')).toThrow('c.yaml: rotateCertificates: must be true or false, not "yes"');
 });
 
-test('serverTLSBootstrap is accepted with one warning: nodelet does not request its serving certificate', () => {
-  expect(parseKubeletConfiguration(doc('serverTLSBootstrap: true\n'), 'c.yaml').warnings).toEqual([
-    'c.yaml: serverTLSBootstrap: true is not honoured: nodelet does not implement this kubelet setting; ignored',
-  ]);
-  expect(parseKubeletConfiguration(doc('serverTLSBootstrap: false\n'), 'c.yaml').warnings).toEqual([]);
+test('serverTLSBootstrap is honoured without a warning: false unless set, a boolean', () => {
+  const on = parseKubeletConfiguration(doc('serverTLSBootstrap: true\n'), 'c.yaml');
+  expect(on.warnings).toEqual([]);
+  expect(resolveKubeletConfiguration(on).serverTLSBootstrap).toBe(true);
+  expect(resolveKubeletConfiguration(parseKubeletConfiguration(doc(''), 'c.yaml')).serverTLSBootstrap).toBe(false);
+  expect(() => parseKubeletConfiguration(doc('serverTLSBootstrap: 1\n'), 'c.yaml')).toThrow('c.yaml: serverTLSBootstrap: must be true or false');
 });

@@ -10,6 +10,8 @@ import {
   generatePrivateKeyPem,
   kubeletClientSigner,
   kubeletClientUsages,
+  kubeletServingSigner,
+  kubeletServingUsages,
   nodeClientSubject,
   publicKeyDer,
 } from '../../../src/bootstrap/csr.js';
@@ -35,6 +37,17 @@ test('the CSR carries CN=system:node:<name>, O=system:nodes, the key\'s public h
   expect(text).not.toContain('X509v3');
   const reqKey = createPublicKey(openssl(['req', '-noout', '-pubkey'], pem)).export({ type: 'spki', format: 'der' });
   expect(reqKey.equals(publicKeyDer(key))).toBe(true);
+});
+
+test('a serving CSR requests the node\'s names and addresses as subject alternative names (its one extension)', async () => {
+  const key = await generatePrivateKeyPem();
+  const pem = await createCsrPem(key, nodeClientSubject('node-1'), { dnsNames: ['node-1'], ipAddresses: ['192.0.2.7', '2001:db8::7'] });
+  expect(openssl(['req', '-noout', '-verify'], pem)).toBe('');
+  const text = openssl(['req', '-noout', '-text'], pem);
+  expect(text).toContain('Requested Extensions:');
+  expect(text).toMatch(/X509v3 Subject Alternative Name: ?\n\s+DNS:node-1, IP Address:192.0.2.7, IP Address:2001:DB8:0:0:0:0:0:7\n/);
+  expect(kubeletServingSigner).toBe('kubernetes.io/kubelet-serving');
+  expect(kubeletServingUsages).toEqual(['digital signature', 'server auth']);
 });
 
 test('names in the subject are escaped', async () => {

@@ -10,7 +10,10 @@ import {
   loadConfLists,
   loadPodNetworks,
   parseConfList,
+  readConfFiles,
+  selectNetworkFromFiles,
   selectPodNetworks,
+  usesHostLocal,
   subnetCollisions,
   withPodCidr,
 } from '../../../src/cni/conflist.js';
@@ -180,5 +183,60 @@ describe('subnetCollisions', () => {
     expect(subnetCollisions('127.0.0.0/16', routes).map((r) => r.dev)).toEqual(['lo']);
     expect(subnetCollisions('172.31.0.0/16', routes)).toEqual([]);
     expect(subnetCollisions('fd00::/48', routes).map((r) => r.dst)).toEqual(['fd00::/64']);
+  });
+});
+
+describe('the network of a watched directory (containerd\'s choice)', () => {
+  const kindnet = {
+    cniVersion: '0.3.1',
+    name: 'kindnet',
+    plugins: [
+      { type: 'ptp', ipMasq: false, ipam: { type: 'host-local', dataDir: '/run/cni-ipam-state', routes: [{ dst: '0.0.0.0/0' }], ranges: [[{ subnet: '10.244.1.0/24' }]] }, mtu: 1500 },
+      { type: 'portmap', capabilities: { portMappings: true } },
+    ],
+  };
+  const file = (name: string, conf: unknown) => ({ path: `/etc/cni/net.d/${name}`, text: typeof conf === 'string' ? conf : JSON.stringify(conf) });
+
+  test('none while the directory has no usable file: go-cni\'s "no network config found"', async () => {
+    expect(selectNetworkFromFiles([], '/etc/cni/net.d')).toEqual({ loopback: DEFAULT_LOOPBACK, problem: 'no network config found in /etc/cni/net.d' });
+    const onlyLoopback = selectNetworkFromFiles([file('99-lo.conf', { cniVersion: '1.0.0', name: 'lo', type: 'loopback' })], '/d');
+    expect(onlyLoopback.main).toBeUndefined();
+    expect(onlyLoopback.loopback.name).toBe('lo');
+    expect(await readConfFiles(join(dir, 'missing'))).toEqual([]);
+  });
+
+  test('the lexicographically first file is the network, whatever its ending; later ones are not read', () => {
+    const picked = selectNetworkFromFiles(
+      [file('20-b.conflist', bridgeList('b')), file('10-kindnet.conflist', kindnet), file('30-broken.conf', '{')],
+      '/etc/cni/net.d',
+    );
+    expect(picked.main?.name).toBe('kindnet');
+    expect(picked.main?.source).toBe('/etc/cni/net.d/10-kindnet.conflist');
+    expect(picked.problem).toBeUndefined();
+    expect(usesHostLocal(picked.main!)).toBe(true);
+    expect(hostLocalSubnets(picked.main!)).toEqual(['10.244.1.0/24']);
+    // Names are compared whole, endings included: 10-a.conflist sorts before 10-a.json.
+    const single = selectNetworkFromFiles([file('10-a.json', { cniVersion: '0.4.0', name: 'one', type: 'ptp', ipam: { type: 'host-local' } }), file('10-a.conflist', kindnet)], '/d');
+    expect(single.main?.name).toBe('kindnet');
+  });
+
+  test('an unusable file before the first usable one fails the load, as in containerd', () => {
+    const picked = selectNetworkFromFiles([file('05-half.conflist', '{"cniVersion":'), file('10-kindnet.conflist', kindnet)], '/d');
+    expect(picked.main).toBeUndefined();
+    expect(picked.problem).toMatch(/^\/etc\/cni\/net.d\/05-half.conflist: not valid JSON/);
+  });
+
+  test('reads only .conf, .conflist and .json files, sorted by name', async () => {
+    await writeFile(join(dir, '10-kindnet.conflist'), JSON.stringify(kindnet));
+    await writeFile(join(dir, '05-notes.txt'), 'not a configuration');
+    await writeFile(join(dir, '01-x.conflist.tmp'), '{');
+    await mkdir(join(dir, '00-dir.conf'));
+    expect((await readConfFiles(dir)).map((f) => f.path)).toEqual([join(dir, '10-kindnet.conflist')]);
+  });
+
+  test("ptp's per-pod host routes through veths do not collide with the pod subnet", () => {
+    const routes: HostRoute[] = [{ dst: '10.244.1.5', dev: 'veth1a2b3c4d' }, { dst: '10.244.2.0/24', dev: 'eth0' }];
+    expect(subnetCollisions('10.244.1.0/24', routes)).toEqual([]);
+    expect(subnetCollisions('10.244.2.0/24', routes).map((r) => r.dev)).toEqual(['eth0']);
   });
 });

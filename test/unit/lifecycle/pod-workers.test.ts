@@ -136,3 +136,25 @@ test('stop leaves the pods running and the workers quiet', async () => {
   expect(t.f.runtime.calls).toEqual([]);
   expect(t.running()).toEqual(['a']);
 });
+
+test("while the network is not ready only host-network pods start (kubelet's NetworkNotReady); the rest start once it is", async () => {
+  const f = lifecycleFakes();
+  let networkError: string | undefined = 'container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized';
+  const workers = new PodWorkers({ ...f.deps, networkNotReady: () => networkError });
+  const hostNet: V1Pod = { ...pod('cni-daemon'), spec: { ...pod('cni-daemon').spec!, hostNetwork: true } };
+  workers.setDesiredPods([hostNet, pod('app')]);
+  await f.clock.advance(0);
+  const running = () => f.runtime.peek().containers.filter((c) => c.state === 'CONTAINER_RUNNING').map((c) => c.config.labels[podNameLabel]);
+  expect(running()).toEqual(['cni-daemon']);
+  expect(f.runtime.peek().sandboxes).toHaveLength(1);
+  expect(f.events.events.filter((e) => e.reason === 'NetworkNotReady')).toEqual([
+    { type: 'Warning', reason: 'NetworkNotReady', message: `network is not ready: ${networkError}` },
+  ]);
+  const app = workers.pods().find((p) => p.metadata?.name === 'app')!;
+  expect(app.status?.phase).toBe('Pending');
+  expect(app.status?.containerStatuses?.[0]?.state?.waiting?.reason).toBe('ContainerCreating');
+  networkError = undefined;
+  workers.wakeAll();
+  await f.clock.advance(0);
+  expect(running().sort()).toEqual(['app', 'cni-daemon']);
+});
