@@ -35,6 +35,8 @@ export interface RealClusterOptions {
    * this node and pull images from registry.k8s.io (no traffic leaves this host in tests).
    */
   keepAddons?: boolean;
+  /** Runs once the control plane is up and before nodelet joins (e.g. to change an addon before its pods can start). */
+  beforeJoin?: (kubectl: Kubectl, plane: ControlPlane) => Promise<void>;
   /** Progress lines (default: none). */
   log?: (line: string) => void;
   /** kube-apiserver's audit policy (YAML); default: defaultAuditPolicy. */
@@ -171,6 +173,7 @@ export async function startRealCluster(opts: RealClusterOptions = {}): Promise<R
     // No pods run now (tests hold the rig's lock): a gateway address an earlier run left on the pod bridge would keep
     // nodelet from switching the bridge to the podCIDR the controller-manager allocates.
     await execa('ip', ['addr', 'flush', 'dev', podBridge, 'scope', 'global'], { reject: false });
+    await opts.beforeJoin?.(kubectl, plane);
     const nodeKubeconfig = await nodeCredentials(dir, nodeName);
     agent = await AgentProcess.create({ kubeconfig: nodeKubeconfig, nodeName });
     await agent.start(typeof opts.agentArgs === 'function' ? opts.agentArgs(dir) : (opts.agentArgs ?? []));
