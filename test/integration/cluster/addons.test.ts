@@ -85,6 +85,18 @@ async function hostState(): Promise<HostState> {
   return { netfilter: await netfilterState(), settings };
 }
 
+/**
+ * Waits until kube-proxy sends the Service's ClusterIP to its endpoints (a KUBE-SERVICES rule jumping to its KUBE-SVC
+ * chain) and returns the nat table. Nothing in the test talks to a ClusterIP before: without the rule the packet would
+ * follow the default route out of the machine.
+ */
+async function serviceRule(service: string): Promise<string> {
+  return waitFor(`kube-proxy's rule for ${service}`, async () => {
+    const nat = (await execa('iptables-save', ['-t', 'nat'])).stdout;
+    return nat.split('\n').some((l) => l.startsWith('-A KUBE-SERVICES ') && l.includes(`"${service} cluster IP"`) && / -j KUBE-SVC-/.test(l)) ? nat : undefined;
+  }, 90_000, 500);
+}
+
 const before = await hostState();
 const pathsBefore = new Map(hostPaths.map((p) => [p, existsSync(p)]));
 let cluster: RealCluster | undefined;
@@ -120,6 +132,8 @@ beforeAll(async () => {
     // The cluster CA as client CA: kube-apiserver reaches the kubelet API for `kubectl exec`.
     agentArgs: (dir) => ['--config', join(dir, 'kubelet-config.yaml'), '--client-ca-file', join(dir, 'ca.crt')],
   });
+  // CoreDNS talks to the API server at the `kubernetes` Service's ClusterIP from its start.
+  await serviceRule('default/kubernetes:https');
   await cluster.kubectl.run('-n', 'kube-system', 'scale', 'deployment', 'coredns', `--replicas=${corednsReplicas}`);
 }, 1_800_000);
 
@@ -203,12 +217,9 @@ test('kube-proxy runs as kubeadm\'s DaemonSet and CoreDNS as its Deployment, wit
   expect(endpoints.subsets?.[0]?.addresses?.map((a) => a.ip)).toEqual([cluster!.plane.advertiseAddress]);
 
   // kube-proxy's rules on this host: the `kubernetes` and `kube-dns` Services (the latter once its endpoints are ready).
-  const nat = await waitFor('kube-proxy\'s rule for kube-dns', async () => {
-    const out = (await execa('iptables-save', ['-t', 'nat'])).stdout;
-    return out.includes('kube-system/kube-dns:dns cluster IP') ? out : undefined;
-  }, 60_000, 1000);
-  expect(nat).toContain('-A KUBE-SERVICES');
+  const nat = await serviceRule('kube-system/kube-dns:dns');
   expect(nat).toMatch(/default\/kubernetes:https cluster IP/);
+  expect(nat).toMatch(/kube-system\/kube-dns:dns-tcp cluster IP/);
 }, 600_000);
 
 test('a ClusterIP Service reaches a pod on the node through kube-proxy, and a pod resolves names through CoreDNS', async () => {
@@ -262,10 +273,10 @@ spec:
   const svc = await cluster!.kubectl.get<V1Service>('service', '-n', ns, 'web');
   const clusterIP = svc.spec!.clusterIP!;
   expect(clusterIP).not.toBe(webPod.status!.podIP);
+  expect(await serviceRule(`${ns}/web`)).toContain(`${clusterIP}/32`);
   const page = await fromClient(`GET http://${clusterIP}/ from the client pod`, ['timeout', '5', 'wget', '-q', '-O', '-', `http://${clusterIP}/`],
     (out) => out.includes('hello from web'));
   expect(page.trim()).toBe('hello from web');
-  expect((await execa('iptables-save', ['-t', 'nat'])).stdout).toContain(`${ns}/web cluster IP`);
 
   // Through CoreDNS, as the pod's resolv.conf (ClusterFirst: nameserver = kube-dns's ClusterIP) sends it.
   const resolvConf = await fromClient('the client pod\'s resolv.conf', ['cat', '/etc/resolv.conf'], (out) => out.includes('nameserver'));

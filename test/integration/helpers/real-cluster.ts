@@ -32,7 +32,8 @@ export interface RealClusterOptions {
   /**
    * Leave kubeadm's CoreDNS Deployment and kube-proxy DaemonSet as `kubeadm init phase addon all` made them. By default
    * CoreDNS is scaled to 0 and kube-proxy gets a nodeSelector no node has before nodelet joins: their pods would land on
-   * this node and pull images from registry.k8s.io (no traffic leaves this host in tests).
+   * this node and pull images from registry.k8s.io (no traffic leaves this host in tests). With keepAddons, import
+   * local ones first (`scripts/runtime.sh addon-images`) and keep CoreDNS off the internet (see addons.test.ts).
    */
   keepAddons?: boolean;
   /** Runs once the control plane is up and before nodelet joins (e.g. to change an addon before its pods can start). */
