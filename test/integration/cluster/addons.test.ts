@@ -106,9 +106,10 @@ let clusterDNS = '';
 let corednsReplicas = 0;
 
 beforeAll(async () => {
-  // The addon images, built (cached) and imported into the rig's containerd under kubeadm's names.
-  const built = await execa('bash', [join(repoRoot, 'scripts', 'runtime.sh'), 'addon-images'], { reject: false, timeout: 1_500_000 });
-  if (built.exitCode !== 0) throw new Error(`scripts/runtime.sh addon-images failed:\n${built.stderr.split('\n').slice(-20).join('\n')}`);
+  // The addon images, built (cached) and imported into the rig's containerd under kubeadm's names; the progress of a
+  // first build (minutes) shows on the test's stderr.
+  const built = await execa('bash', [join(repoRoot, 'scripts', 'runtime.sh'), 'addon-images'], { reject: false, timeout: 1_500_000, stderr: 'inherit' });
+  if (built.exitCode !== 0) throw new Error(`scripts/runtime.sh addon-images failed (exit ${built.exitCode}; its output is above)`);
   cluster = await startRealCluster({
     keepAddons: true,
     beforeJoin: async (kubectl, plane) => {
