@@ -123,6 +123,7 @@ export async function up(opts: UpOptions): Promise<ControlPlane> {
   const server = `https://127.0.0.1:${settings.apiServerPort}`;
   const advertise = await advertiseAddress();
 
+  log(`control-plane: kube-apiserver advertises ${advertise}${advertise === '127.0.0.1' ? ' (no other address: the kubernetes Service has no endpoints)' : ''}`);
   log(`control-plane: PKI and kubeconfigs in ${dir}`);
   const ca = await ensurePki(join(dir, 'pki'), {
     nodeName: settings.controlPlaneName,
