@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # runtime.sh: the runtime rig — installs, configures, starts and tears down nodelet's own containerd, its CNI bin dir and local images.
 #
-# Usage: bash scripts/runtime.sh up | down [--purge]
+# Usage: bash scripts/runtime.sh up | down [--purge] | addon-images
+#   addon-images: builds (scripts/kube-build.sh, scripts/addons-build.sh) and imports the images of the cluster addons
+#                 under their upstream names: registry.k8s.io/kube-proxy:<k8s version> and
+#                 registry.k8s.io/coredns/coredns:<version>. Needs the instance's containerd up.
 #   NODELET_RUNTIME_INSTANCE=main  (default) the containerd the agent talks to; its CNI conflist names the nodelet shim.
 #   NODELET_RUNTIME_INSTANCE=floor an independent containerd for the benchmark's "raw CRI floor": every path differs and its
 #                                  CNI conflist is a plain reference chain (bridge + host-local + portmap) containerd runs itself.
@@ -546,6 +549,79 @@ ensure_images() {
   fi
 }
 
+# The files of the host's iptables that an image needs: the xtables multi-binaries the host's iptables, iptables-save,
+# iptables-restore and their ip6tables twins resolve to (nft or legacy, whatever the host uses, so rules made in the
+# image are the ones the host's iptables-save shows), their extensions and the shared libraries of all of them.
+iptables_files() {
+  local cmd multi=() xt lib
+  for cmd in "${IPTABLES_COMMANDS[@]}"; do multi+=("$(readlink -f "$(command -v "$cmd")")"); done
+  mapfile -t multi < <(printf '%s\n' "${multi[@]}" | sort -u)
+  lib=$(ldd "${multi[0]}" | awk '$1 ~ /^libxtables\./ { print $3 }')
+  [[ -n $lib ]] || die "cannot find libxtables of ${multi[0]}"
+  xt=$(dirname "$(realpath "$lib")")/xtables
+  printf '%s\n' "${multi[@]}" "$xt"/*.so | while read -r f; do
+    echo "$f"
+    ldd "$f" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'
+  done | sort -u
+}
+IPTABLES_COMMANDS=(iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore)
+
+# As upstream's kube-proxy image (distroless-iptables + /usr/local/bin/kube-proxy): kube-proxy runs iptables,
+# iptables-save and iptables-restore (and the ip6tables ones) through exec; conntrack entries it clears over netlink.
+populate_kube_proxy() {
+  local rootfs=$1 f cmd
+  mkdir -p "$rootfs/usr/local/bin" "$rootfs/usr/sbin" "$rootfs/etc" "$rootfs/tmp" "$rootfs/run" "$rootfs/dev" "$rootfs/proc" "$rootfs/sys"
+  chmod 1777 "$rootfs/tmp"
+  install -m 755 "$KUBE_PROXY_BIN" "$rootfs/usr/local/bin/kube-proxy"
+  # At the paths ldd names them (the loader's default directories), extensions where libxtables looks for them.
+  for f in "${IMAGE_FILES[@]}"; do
+    mkdir -p "$rootfs$(dirname "$f")"
+    cp -L "$f" "$rootfs$f"
+  done
+  for cmd in "${IPTABLES_COMMANDS[@]}"; do
+    ln -sf "$(basename "$(readlink -f "$(command -v "$cmd")")")" "$rootfs/usr/sbin/$cmd"
+  done
+  # Protocol names for `-p` (iptables looks them up).
+  install -m 644 /etc/protocols "$rootfs/etc/protocols"
+  printf '%s\n' 'root:x:0:0:root:/root:/sbin/nologin' >"$rootfs/etc/passwd"
+  printf '%s\n' 'root:x:0:' >"$rootfs/etc/group"
+}
+
+# As upstream's CoreDNS image: the static binary as /coredns and its entrypoint. Unlike upstream's (user nonroot with a
+# cap_net_bind_service file capability, which this builder's plain tar layers cannot carry) it runs as root; kubeadm's
+# Deployment drops every capability but NET_BIND_SERVICE anyway.
+populate_coredns() {
+  local rootfs=$1
+  mkdir -p "$rootfs/etc" "$rootfs/tmp" "$rootfs/dev" "$rootfs/proc" "$rootfs/sys"
+  chmod 1777 "$rootfs/tmp"
+  install -m 755 "$COREDNS_BIN" "$rootfs/coredns"
+  printf '%s\n' 'root:x:0:0:root:/root:/sbin/nologin' >"$rootfs/etc/passwd"
+  printf '%s\n' 'root:x:0:' >"$rootfs/etc/group"
+}
+
+cmd_addon_images() {
+  take_lock
+  socket_answers || die "containerd ($INSTANCE) does not answer on $SOCK: run 'bash scripts/runtime.sh up' first"
+  choose_snapshotter
+  local kube_bin version name addon_version bin
+  kube_bin=$(bash "$REPO/scripts/kube-build.sh")
+  version=$(basename "$(dirname "$kube_bin")")
+  KUBE_PROXY_BIN=$kube_bin/kube-proxy
+  mapfile -t IMAGE_FILES < <(iptables_files)
+  build_image "registry.k8s.io/kube-proxy:$version" populate_kube_proxy '{"Env":["'"$IMAGE_PATH_ENV"'"],"WorkingDir":"/"}' \
+    "$KUBE_PROXY_BIN" "${IMAGE_FILES[@]}"
+  import_image "registry.k8s.io/kube-proxy:$version" || true
+  while read -r name addon_version bin; do
+    case $name in
+      coredns)
+        COREDNS_BIN=$bin
+        build_image "registry.k8s.io/coredns/coredns:$addon_version" populate_coredns '{"Entrypoint":["/coredns"],"Env":["'"$IMAGE_PATH_ENV"'"],"WorkingDir":"/"}' "$bin"
+        import_image "registry.k8s.io/coredns/coredns:$addon_version" || true
+        ;;
+    esac
+  done < <(bash "$REPO/scripts/addons-build.sh")
+}
+
 cmd_up() {
   local t0=$SECONDS
   take_lock
@@ -733,8 +809,9 @@ cmd_down() {
 case "${1:-}" in
   up) cmd_up ;;
   down) cmd_down "${2:-}" ;;
+  addon-images) cmd_addon_images ;;
   *)
-    echo "usage: [NODELET_RUNTIME_INSTANCE=main|floor|kubelet] bash scripts/runtime.sh up | down [--purge]" >&2
+    echo "usage: [NODELET_RUNTIME_INSTANCE=main|floor|kubelet] bash scripts/runtime.sh up | down [--purge] | addon-images" >&2
     exit 2
     ;;
 esac

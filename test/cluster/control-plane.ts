@@ -1,5 +1,6 @@
 // A real Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler built from the upstream
-// Go modules by scripts/kube-build.sh) run as background processes on loopback, configured the way kubeadm configures
+// Go modules by scripts/kube-build.sh) run as background processes on loopback (kube-apiserver also on the host's address,
+// which it advertises, so pods reach it through the `kubernetes` Service), configured the way kubeadm configures
 // its static pods, with the cluster objects kubeadm's `init` phases create (kubeadm-config, kubelet-config, cluster-info,
 // bootstrap token RBAC, kube-proxy, CoreDNS). All state lives in one directory:
 //   DIR/pki/...                     kubeadm's certificatesDir layout (ca, etcd/ca, front-proxy-ca, sa.key/sa.pub, leaves)
@@ -18,6 +19,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { parse, stringify } from 'yaml';
+import { detectNodeIP } from '../../src/host/node.js';
 import { caCertHash, ensurePki, issueClientCert, loadPair, writeAtomic, writeKubeconfig, type KeyPairPem } from './pki.js';
 
 const execFileAsync = promisify(execFile);
@@ -85,6 +87,11 @@ export interface ControlPlane {
   dir: string;
   binDir: string;
   settings: ClusterSettings;
+  /**
+   * The address kube-apiserver advertises: the `kubernetes` Service's endpoint, where pods reach it. The host's own
+   * address (see advertiseAddress()); 127.0.0.1 on a host without one, and then the Service has no endpoints.
+   */
+  advertiseAddress: string;
   /** https://127.0.0.1:<apiServerPort> */
   server: string;
   adminKubeconfig: string;
@@ -114,12 +121,16 @@ export async function up(opts: UpOptions): Promise<ControlPlane> {
   const binDir = opts.binDir ?? (await ensureBinaries(log));
   const timeoutMs = opts.readyTimeoutMs ?? 180_000;
   const server = `https://127.0.0.1:${settings.apiServerPort}`;
+  const advertise = await advertiseAddress();
 
+  log(`control-plane: kube-apiserver advertises ${advertise}${advertise === '127.0.0.1' ? ' (no other address: the kubernetes Service has no endpoints)' : ''}`);
   log(`control-plane: PKI and kubeconfigs in ${dir}`);
   const ca = await ensurePki(join(dir, 'pki'), {
     nodeName: settings.controlPlaneName,
-    apiServerHosts: ['127.0.0.1', 'localhost', firstIp(settings.serviceCidr), settings.controlPlaneName, 'kubernetes', 'kubernetes.default',
-      'kubernetes.default.svc', `kubernetes.default.svc.${settings.dnsDomain}`],
+    // As kubeadm: the advertise address too (a dir first set up on another host keeps its certificate: pods use the
+    // Service's ClusterIP, which it names).
+    apiServerHosts: [...new Set(['127.0.0.1', advertise, 'localhost', firstIp(settings.serviceCidr), settings.controlPlaneName, 'kubernetes',
+      'kubernetes.default', 'kubernetes.default.svc', `kubernetes.default.svc.${settings.dnsDomain}`])],
   });
   await copyFile(join(dir, 'pki', 'ca.crt'), join(dir, 'ca.crt'));
   // kubeadm's kubeconfigs (cmd/kubeadm/app/phases/kubeconfig): admin.conf is in kubeadm:cluster-admins since 1.29,
@@ -129,7 +140,7 @@ export async function up(opts: UpOptions): Promise<ControlPlane> {
   await ensureKubeconfig(dir, 'controller-manager', ca, server, settings, { name: 'system:kube-controller-manager', groups: [] });
   await ensureKubeconfig(dir, 'scheduler', ca, server, settings, { name: 'system:kube-scheduler', groups: [] });
   const kubernetesVersion = (await run(join(binDir, 'kubeadm'), ['version', '-o', 'short'])).trim();
-  await writeFile(join(dir, 'kubeadm.yaml'), kubeadmConfig(dir, settings, kubernetesVersion));
+  await writeFile(join(dir, 'kubeadm.yaml'), kubeadmConfig(dir, settings, kubernetesVersion, advertise));
   // Kept for startComponent, which starts a component again with the flags up gave it.
   await writeAtomic(extraArgsFile(dir), `${JSON.stringify(opts.extraArgs ?? {})}\n`, 0o644);
 
@@ -138,7 +149,7 @@ export async function up(opts: UpOptions): Promise<ControlPlane> {
       if (await runningPid(dir, component)) {
         log(`control-plane: ${component} already running`);
       } else {
-        await start(dir, binDir, component, [...componentArgs(component, dir, settings), ...(opts.extraArgs?.[component] ?? [])]);
+        await start(dir, binDir, component, [...componentArgs(component, dir, settings, advertise), ...(opts.extraArgs?.[component] ?? [])]);
         log(`control-plane: started ${component}`);
       }
       if (component === 'etcd') {
@@ -188,7 +199,7 @@ export async function up(opts: UpOptions): Promise<ControlPlane> {
     if (!joinCommand.includes(caCertHash(ca.certPem))) {
       throw new Error(`kubeadm's join command does not carry the CA hash ${caCertHash(ca.certPem)}: ${joinCommand}`);
     }
-    return { dir, binDir, settings, server, adminKubeconfig: join(dir, 'admin.kubeconfig'), caCert: join(dir, 'ca.crt'), joinCommand, kubeadmPhases };
+    return { dir, binDir, settings, advertiseAddress: advertise, server, adminKubeconfig: join(dir, 'admin.kubeconfig'), caCert: join(dir, 'ca.crt'), joinCommand, kubeadmPhases };
   } catch (err) {
     log(`control-plane: up failed, stopping what runs: ${(err as Error).message}`);
     await down(dir);
@@ -251,7 +262,7 @@ export async function startComponent(dirArg: string, component: Component, opts:
   const binDir = opts.binDir ?? (await ensureBinaries());
   const timeoutMs = opts.readyTimeoutMs ?? 180_000;
   const extra = (JSON.parse(await readFile(extraArgsFile(dir), 'utf8').catch(() => '{}')) as UpOptions['extraArgs'])?.[component] ?? [];
-  const pid = (await runningPid(dir, component)) ?? (await start(dir, binDir, component, [...componentArgs(component, dir, settings), ...extra]));
+  const pid = (await runningPid(dir, component)) ?? (await start(dir, binDir, component, [...componentArgs(component, dir, settings, await advertiseAddress()), ...extra]));
   const pki = join(dir, 'pki');
   switch (component) {
     case 'etcd':
@@ -333,7 +344,7 @@ export async function ensureBinaries(log: (line: string) => void = () => {}): Pr
 // Component flags: kubeadm's (cmd/kubeadm/app/phases/controlplane/manifests.go, phases/etcd/local.go) with our paths,
 // ports and loopback-only bind addresses.
 
-export function componentArgs(component: Component, dir: string, s: ClusterSettings): string[] {
+export function componentArgs(component: Component, dir: string, s: ClusterSettings, advertise = '127.0.0.1'): string[] {
   const pki = (f: string) => join(dir, 'pki', f);
   const loopback = '127.0.0.1';
   switch (component) {
@@ -364,12 +375,20 @@ export function componentArgs(component: Component, dir: string, s: ClusterSetti
     }
     case 'kube-apiserver':
       return flags({
-        'advertise-address': loopback,
-        // kubeadm leaves the bind address at 0.0.0.0; here every server listens on loopback only.
-        'bind-address': loopback,
-        // The Endpoints of the `kubernetes` Service may not hold a loopback address (validation refuses 127.0.0.0/8),
-        // so the reconciler would fail every 10 s: the Service is created without endpoints instead.
-        'endpoint-reconciler-type': 'none',
+        'advertise-address': advertise,
+        ...(advertise === loopback
+          ? {
+            // No address but loopback: the Endpoints of the `kubernetes` Service may not hold one (validation refuses
+            // 127.0.0.0/8), so the reconciler would fail every 10 s; the Service is created without endpoints instead.
+            'bind-address': loopback,
+            'endpoint-reconciler-type': 'none',
+          }
+          : {
+            // Pods reach the API server through the `kubernetes` Service, whose endpoint (kubeadm's lease reconciler)
+            // is the advertised host address; loopback clients keep 127.0.0.1. One bind address serves both: kubeadm's
+            // 0.0.0.0, i.e. the host's own addresses.
+            'bind-address': '0.0.0.0',
+          }),
         'secure-port': String(s.apiServerPort),
         'allow-privileged': 'true',
         'authorization-mode': 'Node,RBAC',
@@ -445,14 +464,14 @@ function flags(values: Record<string, string>): string[] {
  * DIR/pki, etcd is "local" with the data dir and URLs it really has, and NodeLocalCRISocket (alpha in 1.32) keeps
  * `upload-config kubelet` from annotating a control-plane Node that does not exist (no kubelet runs here).
  */
-export function kubeadmConfig(dir: string, s: ClusterSettings, kubernetesVersion: string): string {
+export function kubeadmConfig(dir: string, s: ClusterSettings, kubernetesVersion: string, advertise = '127.0.0.1'): string {
   const init = {
     apiVersion: 'kubeadm.k8s.io/v1beta4',
     kind: 'InitConfiguration',
-    // No advertiseAddress: kubeadm takes a loopback one as "find a global address on lo" and fails, so it picks the
-    // default route's interface address as `kubeadm init` does. These phases do not use it: controlPlaneEndpoint
-    // (127.0.0.1) is what the kube-proxy and cluster-info kubeconfigs name.
-    localAPIEndpoint: { bindPort: s.apiServerPort },
+    // kube-apiserver's advertise address; none when it is loopback (kubeadm takes that as "find a global address on lo"
+    // and fails). These phases do not use it: controlPlaneEndpoint (127.0.0.1) is what the kube-proxy and cluster-info
+    // kubeconfigs name, reachable from the node's host-network pods.
+    localAPIEndpoint: { bindPort: s.apiServerPort, ...(advertise === '127.0.0.1' ? {} : { advertiseAddress: advertise }) },
     nodeRegistration: { name: s.controlPlaneName, criSocket: 'unix:///run/containerd/containerd.sock', taints: [] },
   };
   const cluster = {
@@ -685,6 +704,15 @@ function overlaps(a: string, b: string): boolean {
   const bits = Math.min(x.bits, y.bits);
   const size = 2 ** (32 - bits);
   return Math.floor(x.base / size) === Math.floor(y.base / size);
+}
+
+/**
+ * The address kube-apiserver advertises, found at each start (a CI machine has its own): the host's, as nodelet picks
+ * its node IP (the default route's interface), so pods reach the API server at an address of this host. 127.0.0.1
+ * when the host has no other.
+ */
+export async function advertiseAddress(): Promise<string> {
+  return detectNodeIP();
 }
 
 /** The first usable address of a CIDR: the `kubernetes` Service's ClusterIP, which the serving certificate names. */

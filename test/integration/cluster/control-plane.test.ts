@@ -6,7 +6,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { COMPONENTS, down, ensureBinaries, nodeCredentials, runningPids, up, type ControlPlane } from '../../cluster/control-plane.js';
@@ -96,6 +96,22 @@ test("kubeadm's phases created kube-system's configuration, CoreDNS and kube-pro
   expect(proxyKubeconfig).toContain(`server: https://127.0.0.1:${plane!.settings.apiServerPort}`);
   const kubeletConfig = await admin('get', 'configmap', 'kubelet-config', '-n', 'kube-system', '-o', 'jsonpath={.data.kubelet}');
   expect(kubeletConfig).toContain('10.96.0.10');
+});
+
+test("the `kubernetes` Service's endpoint is the host's address, where kube-apiserver listens beside loopback", async () => {
+  const address = plane!.advertiseAddress;
+  // Discovered at run time: an address of this host (the default route's interface), never loopback when there is another.
+  const hostAddresses = Object.values(networkInterfaces()).flatMap((l) => (l ?? []).map((a) => a.address));
+  expect(hostAddresses).toContain(address);
+  if (hostAddresses.some((a) => a.includes('.') && !a.startsWith('127.'))) expect(address).not.toMatch(/^127\./);
+  const endpoints = JSON.parse(await admin('get', 'endpoints', 'kubernetes', '-n', 'default', '-o', 'json')) as {
+    subsets?: { addresses?: { ip: string }[]; ports?: { port: number }[] }[] };
+  expect(endpoints.subsets?.[0]?.addresses?.map((a) => a.ip)).toEqual([address]);
+  expect(endpoints.subsets?.[0]?.ports?.map((p) => p.port)).toEqual([plane!.settings.apiServerPort]);
+  // The serving certificate names it, and the API server answers there as on 127.0.0.1.
+  const { stdout } = await execFileAsync('curl', ['-sS', '--max-time', '10', '--cacert', plane!.caCert, `https://${address}:${plane!.settings.apiServerPort}/livez`],
+    { encoding: 'utf8' });
+  expect(stdout.trim()).toBe('ok');
 });
 
 test("kubeadm takes the PKI for its own: its certs phase keeps every file of the certificatesDir", async () => {

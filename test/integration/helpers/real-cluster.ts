@@ -32,9 +32,12 @@ export interface RealClusterOptions {
   /**
    * Leave kubeadm's CoreDNS Deployment and kube-proxy DaemonSet as `kubeadm init phase addon all` made them. By default
    * CoreDNS is scaled to 0 and kube-proxy gets a nodeSelector no node has before nodelet joins: their pods would land on
-   * this node and pull images from registry.k8s.io (no traffic leaves this host in tests).
+   * this node and pull images from registry.k8s.io (no traffic leaves this host in tests). With keepAddons, import
+   * local ones first (`scripts/runtime.sh addon-images`) and keep CoreDNS off the internet (see addons.test.ts).
    */
   keepAddons?: boolean;
+  /** Runs once the control plane is up and before nodelet joins (e.g. to change an addon before its pods can start). */
+  beforeJoin?: (kubectl: Kubectl, plane: ControlPlane) => Promise<void>;
   /** Progress lines (default: none). */
   log?: (line: string) => void;
   /** Return once the Node is registered with a podCIDR, Ready or not (e.g. no pod network yet); default: wait for Ready. */
@@ -173,6 +176,7 @@ export async function startRealCluster(opts: RealClusterOptions = {}): Promise<R
     // No pods run now (tests hold the rig's lock): a gateway address an earlier run left on the pod bridge would keep
     // nodelet from switching the bridge to the podCIDR the controller-manager allocates.
     await execa('ip', ['addr', 'flush', 'dev', podBridge, 'scope', 'global'], { reject: false });
+    await opts.beforeJoin?.(kubectl, plane);
     const nodeKubeconfig = await nodeCredentials(dir, nodeName);
     agent = await AgentProcess.create({ kubeconfig: nodeKubeconfig, nodeName });
     await agent.start(typeof opts.agentArgs === 'function' ? opts.agentArgs(dir) : (opts.agentArgs ?? []));

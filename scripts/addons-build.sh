@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Builds the cluster addons that are not part of Kubernetes itself from their upstream Go modules, each pinned by a
+# module of its own under kube/ (so their requirements never change the Kubernetes build of scripts/kube-build.sh):
+#   CoreDNS (kube/coredns, the version kubeadm deploys) -> ${NODELET_CACHE:-/var/cache/nodelet}/addons/coredns/<version>/coredns
+# with the same module and build caches as kube-build.sh (${NODELET_CACHE}/go). A second run finds the binaries and
+# builds nothing. Prints "<name> <version> <binary>" per addon on stdout; progress goes to stderr.
+# kindnetd is not built: the Go module proxy refuses sigs.k8s.io/kind/images/kindnetd at every version (see kube/README.md).
+set -euo pipefail
+script=$(realpath "$0")
+cd "$(dirname "$script")/.."
+repo=$PWD
+
+go=${GO:-}
+if [ -z "$go" ]; then
+  if command -v go >/dev/null 2>&1; then go=$(command -v go); elif [ -x /usr/local/go/bin/go ]; then go=/usr/local/go/bin/go; fi
+fi
+if [ -z "$go" ] || ! "$go" version >/dev/null 2>&1; then
+  echo "addons-build: no Go toolchain found (not on PATH, not at /usr/local/go/bin/go)." >&2
+  exit 1
+fi
+
+cache=${NODELET_CACHE:-/var/cache/nodelet}
+export GOMODCACHE=$cache/go/mod GOCACHE=$cache/go/build
+export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS="-mod=readonly -buildvcs=false" GOWORK=off
+
+# name|module dir under kube/|module path|main package|ldflags beyond -s -w
+addons=(
+  # As CoreDNS's Makefile, less the git commit (the proxy does not carry it); its version is a constant in coremain.
+  "coredns|coredns|github.com/coredns/coredns|github.com/coredns/coredns|"
+)
+
+mkdir -p "$cache/addons"
+exec 8>"$cache/addons/.build.lock"
+flock 8
+
+for entry in "${addons[@]}"; do
+  IFS='|' read -r name dir module pkg ldflags <<<"$entry"
+  version=$(awk -v m="$module" '($1 == m && $2 ~ /^v/) { print $2 } ($1 == "require" && $2 == m) { print $3 }' "kube/$dir/go.mod")
+  if [ -z "$version" ]; then echo "addons-build: kube/$dir/go.mod does not require $module" >&2; exit 1; fi
+  out=$cache/addons/$name/$version
+  stamp=$({ cat "kube/$dir/go.mod" "kube/$dir/go.sum" "$script"; "$go" version; } | sha256sum | cut -d' ' -f1)
+  if [ -x "$out/$name" ] && [ "$(cat "$out/.stamp" 2>/dev/null)" = "$stamp" ]; then
+    echo "addons-build: $name $version is up to date in $out" >&2
+  else
+    start=$(date +%s)
+    echo "addons-build: building $name $version with $("$go" version | cut -d' ' -f3) into $out..." >&2
+    if ! list_err=$(cd "$repo/kube/$dir" && "$go" list -deps "$pkg" 2>&1 >/dev/null); then
+      echo "$list_err" >&2
+      echo "addons-build: could not get the modules of kube/$dir/go.mod (a fresh machine needs the Go module proxy)" >&2
+      exit 1
+    fi
+    echo "addons-build:   modules ready after $(($(date +%s) - start)) s ($(echo "$list_err" | grep -c '^go: downloading ' || true) downloaded)" >&2
+    mkdir -p "$out"
+    rm -f "$out/.stamp"
+    (cd "$repo/kube/$dir" && "$go" build -trimpath -ldflags "-s -w $ldflags" -o "$out/$name.tmp" "$pkg")
+    mv -f "$out/$name.tmp" "$out/$name"
+    echo "$stamp" >"$out/.stamp"
+    echo "addons-build: built $name $version in $(($(date +%s) - start)) s ($(du -h "$out/$name" | cut -f1))" >&2
+  fi
+  echo "$name $version $out/$name"
+done
