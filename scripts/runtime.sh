@@ -7,6 +7,10 @@
 #                                  CNI conflist is a plain reference chain (bridge + host-local + portmap) containerd runs itself.
 #   NODELET_RUNTIME_INSTANCE=kubelet  a third one, the same as the floor's on its own bridge and pod subnet, for the real
 #                                  kubelet the benchmark runs as nodelet's peer.
+#   NODELET_CGROUP_DRIVER=cgroupfs (default) | systemd  the cgroup driver runc uses (SystemdCgroup); nodelet's
+#                                  cgroupDriver must match it.
+# Where systemd is PID 1 and the unit nodelet-containerd[-INSTANCE].service exists (vagrant/provision.sh installs it),
+# containerd runs as that unit: systemd starts, restarts and stops it. Elsewhere this script starts it itself.
 # Idempotent: `up` only does what is missing; `down` without anything running is a no-op.
 # Progress goes to stderr; `up` prints the CRI endpoint as its only stdout line.
 set -euo pipefail
@@ -47,6 +51,17 @@ case "$INSTANCE" in
     exit 2
     ;;
 esac
+
+CGROUP_DRIVER=${NODELET_CGROUP_DRIVER:-cgroupfs}
+case "$CGROUP_DRIVER" in
+  cgroupfs) SYSTEMD_CGROUP=false ;;
+  systemd) SYSTEMD_CGROUP=true ;;
+  *)
+    echo "runtime: unknown NODELET_CGROUP_DRIVER '$CGROUP_DRIVER' (expected cgroupfs or systemd)" >&2
+    exit 2
+    ;;
+esac
+UNIT=nodelet-containerd$SUFFIX.service
 
 CONF_DIR=/etc/nodelet/containerd$SUFFIX
 CONFIG=$CONF_DIR/config.toml
@@ -218,8 +233,8 @@ disabled_plugins = [
         runtime_type = "io.containerd.runc.v2"
 
         [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-          # cgroup v1 via cgroupfs: there is no systemd as PID 1.
-          SystemdCgroup = false
+          # NODELET_CGROUP_DRIVER: cgroupfs unless systemd manages the cgroups (nodelet's cgroupDriver must match).
+          SystemdCgroup = $SYSTEMD_CGROUP
           # Per-instance runc state, so both instances' containers are kept apart and removed with the state dir.
           Root = "$STATE/runc"
 
@@ -318,8 +333,42 @@ ensure_cni_bin() {
   chmod 755 "$CNI_BIN/nodelet-cni-local"
 }
 
+# containerd as a systemd unit (see the header).
+systemd_unit() { [[ -d /run/systemd/system ]] && systemctl cat "$UNIT" >/dev/null 2>&1; }
+
+# Waits for the socket of the containerd process $1 (or of the unit when $1 is empty) to answer.
+wait_containerd() {
+  local starter=$1 i
+  for ((i = 0; i < 300; i++)); do
+    if socket_answers; then break; fi
+    if [[ -n $starter ]] && ! kill -0 "$starter" 2>/dev/null; then
+      tail -n 30 "$LOG" >&2 || true
+      die "containerd exited during start-up (log above, full log $LOG)"
+    fi
+    sleep 0.1
+  done
+  if ! socket_answers; then
+    if [[ -z $starter ]]; then journalctl -u "$UNIT" -n 30 --no-pager >&2 || true; else tail -n 30 "$LOG" >&2 || true; fi
+    die "containerd socket $SOCK did not answer within 30 s"
+  fi
+}
+
 start_containerd() {
   local pid
+  if systemd_unit; then
+    mkdir -p "$STATE" "$ROOT"
+    if ((CONFIG_CHANGED)); then
+      log "config changed; restarting $UNIT..."
+      systemctl restart "$UNIT"
+    else
+      systemctl start "$UNIT"
+    fi
+    wait_containerd ""
+    pid=$(containerd_pid) || die "containerd answers on $SOCK but its process was not found"
+    echo "$pid" >"$PIDFILE"
+    log "containerd up as $UNIT (pid $pid)"
+    return
+  fi
   if pid=$(containerd_pid) && socket_answers; then
     if ((CONFIG_CHANGED)); then
       log "config changed; restarting containerd (pid $pid)..."
@@ -350,19 +399,7 @@ start_containerd() {
     exec env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
       setsid nohup containerd --config "$CONFIG" </dev/null >>"$LOG" 2>&1
   ) &
-  local i
-  for ((i = 0; i < 300; i++)); do
-    if socket_answers; then break; fi
-    if ! kill -0 $! 2>/dev/null; then
-      tail -n 30 "$LOG" >&2 || true
-      die "containerd exited during start-up (log above, full log $LOG)"
-    fi
-    sleep 0.1
-  done
-  if ! socket_answers; then
-    tail -n 30 "$LOG" >&2 || true
-    die "containerd socket $SOCK did not answer within 30 s (log above, full log $LOG)"
-  fi
+  wait_containerd $!
   pid=$(containerd_pid) || die "containerd answers on $SOCK but its process was not found"
   echo "$pid" >"$PIDFILE"
   log "containerd up (pid $pid)"
@@ -564,6 +601,10 @@ cmd_up() {
 
 stop_containerd() {
   local pid=$1 i
+  if systemd_unit; then
+    systemctl stop "$UNIT"
+    return 0
+  fi
   kill -TERM "$pid" 2>/dev/null || return 0
   for ((i = 0; i < 150; i++)); do
     kill -0 "$pid" 2>/dev/null || return 0
