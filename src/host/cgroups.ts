@@ -1,7 +1,29 @@
-// Pod cgroups under kubepods, created and removed as kubelet's cgroupfs driver does (--cgroups-per-qos) on cgroup v1 hosts.
+// Pod cgroups under kubepods, created and removed as kubelet's cgroupfs driver does (--cgroups-per-qos): in every v1
+// hierarchy on cgroup v1 (and hybrid) hosts, in the unified hierarchy with kubelet's v2 conversions on cgroup v2 hosts.
 import { constants } from 'node:fs';
 import { mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+
+/** The cgroupfs operations the manager does: the kernel's (hostCgroupFs), or an in-memory one in unit tests. */
+export interface CgroupFs {
+  /** One directory; rejects with EEXIST or ENOENT (a missing parent) as fs.mkdir. */
+  mkdir(path: string): Promise<void>;
+  rmdir(path: string): Promise<void>;
+  readFile(path: string): Promise<string>;
+  /** Writes an existing control file; never creates one. */
+  writeControl(path: string, value: string): Promise<void>;
+  /** The names of a directory's subdirectories (child cgroups); rejects with ENOENT. */
+  subdirs(path: string): Promise<string[]>;
+}
+
+export const hostCgroupFs: CgroupFs = {
+  mkdir: (path) => mkdir(path),
+  rmdir: (path) => rmdir(path),
+  readFile: (path) => readFile(path, 'utf8'),
+  // Written like runc does: write-only with truncation, never creating a missing control file.
+  writeControl: (path, value) => writeFile(path, value, { flag: constants.O_WRONLY | constants.O_TRUNC }),
+  subdirs: async (path) => (await readdir(path, { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => e.name),
+};
 
 /** One mounted cgroup hierarchy: a v1 hierarchy with its controllers, or the v2 unified one. */
 export interface CgroupHierarchy {
@@ -11,7 +33,7 @@ export interface CgroupHierarchy {
   controllers: string[];
 }
 
-/** What a pod's own cgroup gets (kubelet's ResourceConfigForPod); unset fields keep the kernel default. */
+/** What a pod's own cgroup gets (kubelet's ResourceConfigForPod, in v1 units); unset fields keep the kernel default. */
 export interface PodCgroupSettings {
   cpuShares: number;
   cpuQuota?: number;
@@ -59,38 +81,86 @@ export function underCgroupRoot(cgroupRoot: string, path: string): string {
   return join('/', cgroupRoot, path);
 }
 const podCgroupPrefix = 'pod';
+/** kubelet's MinShares: the cpu shares of BestEffort pods. */
+const minShares = 2;
+
+/** cpu.weight (1-10000) for v1 cpu.shares (2-262144), as kubelet converts it on cgroup v2 (libcontainer's ConvertCPUSharesToCgroupV2Value). */
+export function cpuWeightFromShares(shares: number): number {
+  if (shares === 0) return 0;
+  return 1 + Math.floor(((shares - 2) * 9999) / 262142);
+}
+
+/** The unified hierarchy's control files for a cgroup's settings, in the order kubelet's setResourcesV2 writes them. */
+export function unifiedControls(settings: PodCgroupSettings): [file: string, value: string][] {
+  const controls: [string, string][] = [];
+  const weight = cpuWeightFromShares(settings.cpuShares);
+  if (weight !== 0) controls.push(['cpu.weight', String(weight)]);
+  if (settings.cpuPeriod !== undefined && settings.cpuQuota !== undefined && settings.cpuQuota > 0) {
+    controls.push(['cpu.max', `${settings.cpuQuota} ${settings.cpuPeriod}`]);
+  }
+  if (settings.memoryLimitInBytes !== undefined && settings.memoryLimitInBytes > 0) controls.push(['memory.max', String(settings.memoryLimitInBytes)]);
+  return controls;
+}
+
+/** Controllers kubelet's pod cgroups need enabled on cgroup v2 (runc enables these in a container's ancestors too). */
+const unifiedControllers = ['cpuset', 'cpu', 'io', 'memory', 'hugetlb', 'pids'];
+
+/**
+ * The `cgroup.subtree_control` write that enables, in a cgroup whose available controllers are `available`
+ * (cgroup.controllers) and enabled ones `enabled` (its cgroup.subtree_control), the controllers pods need; undefined
+ * when nothing is missing.
+ */
+export function subtreeControlWrite(available: string, enabled: string): string | undefined {
+  const have = new Set(enabled.split(/\s+/).filter(Boolean));
+  const offered = new Set(available.split(/\s+/).filter(Boolean));
+  const missing = unifiedControllers.filter((c) => offered.has(c) && !have.has(c));
+  return missing.length > 0 ? missing.map((c) => `+${c}`).join(' ') : undefined;
+}
 
 /** A cgroup that stays busy (live processes) after its pod's containers are gone. */
 export class CgroupBusyError extends Error {}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-// Written like runc does: write-only with truncation, never creating a missing control file.
-async function writeControl(dir: string, file: string, value: number | string): Promise<void> {
-  await writeFile(join(dir, file), String(value), { flag: constants.O_WRONLY | constants.O_TRUNC });
-}
-
 /**
  * Creates and removes pod cgroups. containerd/runc would create missing parents themselves, but never
- * remove them and never set pod-level limits; kubelet creates `kubepods[/<qos>]/pod<uid>` in every v1
- * hierarchy with the pod's summed limits before the sandbox starts, and destroys it once the pod is gone.
- * On a pure cgroup v2 host nothing is created here (runc creates the path); removal still applies.
+ * remove them and never set pod-level limits; kubelet creates `kubepods[/<qos>]/pod<uid>` with the pod's summed
+ * limits before the sandbox starts, and destroys it once the pod is gone: in every v1 hierarchy on a cgroup v1 (or
+ * hybrid) host, in the unified hierarchy on a cgroup v2 host, enabling the controllers pods need in each ancestor's
+ * cgroup.subtree_control on the way down.
  */
 export class PodCgroupManager {
   private qosReady?: Promise<void>;
   /** The QoS cgroups under the cgroup root. */
   private readonly qosPaths: string[];
+  /** The hierarchies pods get cgroups in: every v1 one (named ones too) on a v1 or hybrid host, the unified one on a pure v2 host. */
+  private readonly managed: CgroupHierarchy[];
+  /** The hierarchies that must hold the cgroup root: the v1 ones with controllers, or the unified one. */
+  private readonly rootChecked: CgroupHierarchy[];
+  /** Unified cgroups whose subtree_control already enables what pods need. */
+  private readonly delegating = new Set<string>();
 
   constructor(
     private readonly hierarchies: CgroupHierarchy[],
     /** kubelet's cgroupRoot: kubepods is created under it. */
     private readonly cgroupRoot = '/',
+    private readonly fs: CgroupFs = hostCgroupFs,
   ) {
     this.qosPaths = qosCgroups.map((p) => underCgroupRoot(cgroupRoot, p));
+    const v1 = hierarchies.filter((h) => h.version === 1);
+    const withControllers = v1.filter((h) => h.controllers.some((c) => v1Controllers.has(c)));
+    const unified = hierarchies.filter((h) => h.version === 2);
+    this.managed = withControllers.length > 0 ? v1 : unified;
+    this.rootChecked = withControllers.length > 0 ? withControllers : unified;
   }
 
   static async detect(cgroupRoot = '/', mountinfoPath = '/proc/self/mountinfo'): Promise<PodCgroupManager> {
     return new PodCgroupManager(parseCgroupMounts(await readFile(mountinfoPath, 'utf8')), cgroupRoot);
+  }
+
+  /** Whether pods get their cgroups in the unified (v2) hierarchy. */
+  get unified(): boolean {
+    return this.managed.some((h) => h.version === 2);
   }
 
   /**
@@ -98,40 +168,29 @@ export class PodCgroupManager {
    * paths; kubelet refuses to start with any ("invalid configuration").
    */
   async missingRoot(): Promise<string[]> {
-    // A v1 (or hybrid) host runs pods in its v1 controllers' hierarchies, a pure v2 host in the unified one.
-    const v1 = this.v1.filter((h) => h.controllers.some((c) => v1Controllers.has(c)));
-    const used = v1.length > 0 ? v1 : this.hierarchies.filter((h) => h.version === 2);
     const missing: string[] = [];
-    for (const h of used) {
+    for (const h of this.rootChecked) {
       const dir = join(h.mountPoint, this.cgroupRoot);
-      const ok = await readdir(dir).then(() => true, () => false);
+      const ok = await this.fs.subdirs(dir).then(() => true, () => false);
       if (!ok) missing.push(dir);
     }
     return missing;
-  }
-
-  private get v1(): CgroupHierarchy[] {
-    return this.hierarchies.filter((h) => h.version === 1);
   }
 
   private has(h: CgroupHierarchy, controller: string): boolean {
     return h.controllers.includes(controller);
   }
 
-  /** Creates a cgroup (and missing parents) in every v1 hierarchy, the hierarchies in parallel. */
-  private async create(path: string): Promise<void> {
-    await Promise.all(this.v1.map((h) => this.createIn(h, path)));
-  }
-
   /**
    * Creates the cgroup in one hierarchy, trying the leaf first: a pod's parents (its QoS cgroup) exist, so this is
-   * one mkdir per hierarchy on the start path; missing parents are created on ENOENT. A new cpuset directory
-   * inherits its parent's CPUs and memory nodes.
+   * one mkdir per hierarchy on the start path; missing parents are created on ENOENT. A new v1 cpuset directory
+   * inherits its parent's CPUs and memory nodes; in the unified hierarchy the parent first delegates the controllers.
    */
   private async createIn(h: CgroupHierarchy, path: string): Promise<void> {
     const dir = join(h.mountPoint, path);
+    if (h.version === 2) await this.delegate(dirname(dir), h.mountPoint);
     try {
-      await mkdir(dir);
+      await this.fs.mkdir(dir);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'EEXIST') return;
@@ -142,18 +201,30 @@ export class PodCgroupManager {
     if (this.has(h, 'cpuset')) {
       // A new cpuset starts empty and accepts no task until it has CPUs and memory nodes.
       for (const file of ['cpuset.cpus', 'cpuset.mems']) {
-        const inherited = (await readFile(join(dirname(dir), file), 'utf8')).trim();
-        if (inherited) await writeControl(dir, file, inherited);
+        const inherited = (await this.fs.readFile(join(dirname(dir), file))).trim();
+        if (inherited) await this.fs.writeControl(join(dir, file), inherited);
       }
     }
+  }
+
+  /**
+   * Enables the controllers pods need in a unified cgroup's subtree_control (its children get their files), and first
+   * in its ancestors up to the mount point, which offer them; once per cgroup.
+   */
+  private async delegate(dir: string, mountPoint = this.managed[0]?.mountPoint ?? '/'): Promise<void> {
+    if (this.delegating.has(dir)) return;
+    if (dir !== mountPoint && dir.startsWith(mountPoint)) await this.delegate(dirname(dir), mountPoint);
+    const write = subtreeControlWrite(await this.fs.readFile(join(dir, 'cgroup.controllers')), await this.fs.readFile(join(dir, 'cgroup.subtree_control')));
+    if (write) await this.fs.writeControl(join(dir, 'cgroup.subtree_control'), write);
+    this.delegating.add(dir);
   }
 
   /** kubepods and its QoS children, once; BestEffort pods share the minimum cpu weight as kubelet sets it. */
   private ensureQosCgroups(): Promise<void> {
     this.qosReady ??= (async () => {
-      for (const path of this.qosPaths) await this.create(path);
+      for (const path of this.qosPaths) await Promise.all(this.managed.map((h) => this.createIn(h, path)));
       const besteffort = underCgroupRoot(this.cgroupRoot, '/kubepods/besteffort');
-      for (const h of this.v1.filter((h) => this.has(h, 'cpu'))) await writeControl(join(h.mountPoint, besteffort), 'cpu.shares', 2);
+      await Promise.all(this.managed.map((h) => this.apply(h, join(h.mountPoint, besteffort), { cpuShares: minShares })));
     })().catch((err: unknown) => {
       this.qosReady = undefined;
       throw err;
@@ -165,31 +236,40 @@ export class PodCgroupManager {
   async ensurePod(path: string, settings: PodCgroupSettings): Promise<void> {
     await this.ensureQosCgroups();
     await Promise.all(
-      this.v1.map(async (h) => {
+      this.managed.map(async (h) => {
         await this.createIn(h, path);
-        const dir = join(h.mountPoint, path);
-        if (this.has(h, 'cpu')) {
-          await writeControl(dir, 'cpu.shares', settings.cpuShares);
-          if (settings.cpuPeriod !== undefined && settings.cpuQuota !== undefined && settings.cpuQuota !== 0) {
-            await this.writeCfs(dir, settings.cpuPeriod, settings.cpuQuota);
-          }
-        }
-        if (this.has(h, 'memory') && settings.memoryLimitInBytes !== undefined && settings.memoryLimitInBytes > 0) {
-          await writeControl(dir, 'memory.limit_in_bytes', settings.memoryLimitInBytes);
-        }
+        await this.apply(h, join(h.mountPoint, path), settings);
       }),
     );
   }
 
+  /** Writes the settings a hierarchy holds into the cgroup `dir`: the v1 files of its controllers, or the unified ones. */
+  private async apply(h: CgroupHierarchy, dir: string, settings: PodCgroupSettings): Promise<void> {
+    if (h.version === 2) {
+      for (const [file, value] of unifiedControls(settings)) await this.fs.writeControl(join(dir, file), value);
+      return;
+    }
+    if (this.has(h, 'cpu')) {
+      await this.fs.writeControl(join(dir, 'cpu.shares'), String(settings.cpuShares));
+      if (settings.cpuPeriod !== undefined && settings.cpuQuota !== undefined && settings.cpuQuota !== 0) {
+        await this.writeCfs(dir, settings.cpuPeriod, settings.cpuQuota);
+      }
+    }
+    if (this.has(h, 'memory') && settings.memoryLimitInBytes !== undefined && settings.memoryLimitInBytes > 0) {
+      await this.fs.writeControl(join(dir, 'memory.limit_in_bytes'), String(settings.memoryLimitInBytes));
+    }
+  }
+
   // The kernel checks quota against the current period: one order of the two writes can be refused, the other not.
   private async writeCfs(dir: string, period: number, quota: number): Promise<void> {
+    const write = (file: string, value: number) => this.fs.writeControl(join(dir, file), String(value));
     try {
-      await writeControl(dir, 'cpu.cfs_period_us', period);
-      await writeControl(dir, 'cpu.cfs_quota_us', quota);
+      await write('cpu.cfs_period_us', period);
+      await write('cpu.cfs_quota_us', quota);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EINVAL') throw err;
-      await writeControl(dir, 'cpu.cfs_quota_us', quota);
-      await writeControl(dir, 'cpu.cfs_period_us', period);
+      await write('cpu.cfs_quota_us', quota);
+      await write('cpu.cfs_period_us', period);
     }
   }
 
@@ -198,8 +278,8 @@ export class PodCgroupManager {
     const uids = new Set<string>();
     for (const h of this.hierarchies) {
       for (const qos of this.qosPaths) {
-        const entries = await readdir(join(h.mountPoint, qos), { withFileTypes: true }).catch(() => []);
-        for (const e of entries) if (e.isDirectory() && e.name.startsWith(podCgroupPrefix)) uids.add(e.name.slice(podCgroupPrefix.length));
+        const names = await this.fs.subdirs(join(h.mountPoint, qos)).catch(() => []);
+        for (const name of names) if (name.startsWith(podCgroupPrefix)) uids.add(name.slice(podCgroupPrefix.length));
       }
     }
     return uids;
@@ -240,17 +320,17 @@ export class PodCgroupManager {
   }
 
   private async removeTree(dir: string, attempts: number): Promise<void> {
-    let entries;
+    let children;
     try {
-      entries = await readdir(dir, { withFileTypes: true });
+      children = await this.fs.subdirs(dir);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
       throw err;
     }
-    for (const e of entries) if (e.isDirectory()) await this.removeTree(join(dir, e.name), attempts);
+    for (const name of children) await this.removeTree(join(dir, name), attempts);
     for (let attempt = 1; ; attempt++) {
       try {
-        await rmdir(dir);
+        await this.fs.rmdir(dir);
         return;
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code;
@@ -265,7 +345,7 @@ export class PodCgroupManager {
   }
 
   private async killProcesses(dir: string): Promise<void> {
-    const procs = await readFile(join(dir, 'cgroup.procs'), 'utf8').catch(() => '');
+    const procs = await this.fs.readFile(join(dir, 'cgroup.procs')).catch(() => '');
     for (const pid of procs.split('\n').map(Number).filter((p) => Number.isInteger(p) && p > 0)) {
       try {
         process.kill(pid, 'SIGKILL');
