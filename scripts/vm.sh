@@ -130,6 +130,10 @@ customize_image() {
   rm -f "$root/etc/resolv.conf"
   echo 'nameserver 10.0.2.3' >"$root/etc/resolv.conf"
   printf '%s\n' 9p 9pnet_virtio >"$root/etc/modules-load.d/nodelet-vm.conf"
+  # Containers of the cgroupfs driver live outside systemd's units: at shutdown systemd's final kill waits for them
+  # (a container's PID 1 ignores SIGTERM without a handler) up to DefaultTimeoutStopSec, 90 s by default.
+  mkdir -p "$root/etc/systemd/system.conf.d"
+  printf '[Manager]\nDefaultTimeoutStopSec=15s\n' >"$root/etc/systemd/system.conf.d/nodelet-vm.conf"
   mkdir -p "$root/usr/local/lib/nodelet-vm"
   guest_mounts_script >"$root/usr/local/lib/nodelet-vm/shares.sh"
   guest_units "$root"

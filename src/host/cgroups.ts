@@ -2,7 +2,8 @@
 // hierarchy on cgroup v1 (and hybrid) hosts, in the unified hierarchy with kubelet's v2 conversions on cgroup v2 hosts.
 import { constants } from 'node:fs';
 import { mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
+import type { ProgramRunner } from './program-runner.js';
 
 /** The cgroupfs operations the manager does: the kernel's (hostCgroupFs), or an in-memory one in unit tests. */
 export interface CgroupFs {
@@ -117,10 +118,100 @@ export function subtreeControlWrite(available: string, enabled: string): string 
   return missing.length > 0 ? missing.map((c) => `+${c}`).join(' ') : undefined;
 }
 
+/**
+ * kubelet's systemd form of a cgroup name (CgroupName.ToSystemd): each component a slice named by the path so far,
+ * dashes inside a component escaped to underscores: /kubepods/burstable/pod<uid> is
+ * /kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid with _>.slice.
+ */
+export function systemdCgroupPath(name: string): string {
+  const parts = name.split('/').filter(Boolean).map((p) => p.replaceAll('-', '_'));
+  return `/${parts.map((_, i) => `${parts.slice(0, i + 1).join('-')}.slice`).join('/')}`;
+}
+
+/** What a slice kubelet's systemd cgroup manager starts gets, beside its resources. */
+export interface SliceSpec {
+  /** The slice unit, e.g. kubepods-burstable-pod<uid>.slice. */
+  unit: string;
+  /** Its parent slice; undefined under the root slice. */
+  parent?: string;
+  settings?: PodCgroupSettings;
+}
+
+/** The systemd units the systemd driver needs: transient slices started and stopped through systemd's D-Bus API. */
+export interface SystemdUnits {
+  /** Starts a transient slice (StartTransientUnit); one that exists already is left as it is. */
+  startSlice(spec: SliceSpec): Promise<void>;
+  /** Stops a unit (StopUnit), which removes its cgroup once its processes are gone; an unknown unit is fine. */
+  stopUnit(unit: string): Promise<void>;
+}
+
+/**
+ * The D-Bus properties of a transient slice as kubelet's systemd manager (libcontainer) sets them: no default
+ * dependencies, wanted by its parent, delegated, accounting on for the controllers pods use, and the limits in
+ * systemd's units (CPUQuotaPerSecUSec is the quota scaled to one second). As busctl's arguments: name, signature, value.
+ */
+export function sliceProperties(spec: SliceSpec): string[][] {
+  const props: string[][] = [
+    ['Description', 's', `nodelet pod cgroup ${spec.unit}`],
+    ...(spec.parent ? [['Wants', 'as', '1', spec.parent]] : []),
+    ['DefaultDependencies', 'b', 'false'],
+    ['Delegate', 'b', 'true'],
+    ['MemoryAccounting', 'b', 'true'],
+    ['CPUAccounting', 'b', 'true'],
+    ['IOAccounting', 'b', 'true'],
+    ['TasksAccounting', 'b', 'true'],
+  ];
+  const s = spec.settings;
+  if (!s) return props;
+  const weight = cpuWeightFromShares(s.cpuShares);
+  if (weight !== 0) props.push(['CPUWeight', 't', String(weight)]);
+  if (s.cpuQuota !== undefined && s.cpuQuota > 0 && s.cpuPeriod) {
+    props.push(['CPUQuotaPerSecUSec', 't', String(Math.ceil((s.cpuQuota * 1_000_000) / s.cpuPeriod))]);
+    props.push(['CPUQuotaPeriodUSec', 't', String(s.cpuPeriod)]);
+  }
+  if (s.memoryLimitInBytes !== undefined && s.memoryLimitInBytes > 0) props.push(['MemoryMax', 't', String(s.memoryLimitInBytes)]);
+  return props;
+}
+
+/**
+ * systemd's Manager API called with busctl on systemd's private socket (root only; no dbus-daemon needed, as runc's own
+ * systemd driver connects). busctl ships with systemd itself wherever this driver applies, and it is started through
+ * the agent's program runner (the spawn helper): a D-Bus client library would be a new dependency for two calls per pod.
+ */
+export class BusctlSystemdUnits implements SystemdUnits {
+  constructor(
+    private readonly programs: ProgramRunner,
+    private readonly busctl = '/usr/bin/busctl',
+  ) {}
+
+  private async call(method: string, signature: string, args: string[]): Promise<{ ok: boolean; error: string }> {
+    const exit = await this.programs.run({
+      path: this.busctl,
+      args: ['--address=unix:path=/run/systemd/private', 'call', 'org.freedesktop.systemd1', '/org/freedesktop/systemd1', 'org.freedesktop.systemd1.Manager', method, signature, ...args],
+      env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
+      input: '',
+    });
+    return { ok: exit.exitCode === 0, error: (exit.stderr.trim() || exit.message).replace(/^Call failed: /, '') };
+  }
+
+  async startSlice(spec: SliceSpec): Promise<void> {
+    const props = sliceProperties(spec);
+    const r = await this.call('StartTransientUnit', 'ssa(sv)a(sa(sv))', [spec.unit, 'replace', String(props.length), ...props.flat(), '0']);
+    if (!r.ok && !/already exists/i.test(r.error)) throw new Error(`systemd could not start ${spec.unit}: ${r.error}`);
+  }
+
+  async stopUnit(unit: string): Promise<void> {
+    const r = await this.call('StopUnit', 'ss', [unit, 'replace']);
+    if (!r.ok && !/not loaded|no such unit|not found/i.test(r.error)) throw new Error(`systemd could not stop ${unit}: ${r.error}`);
+  }
+}
+
 /** A cgroup that stays busy (live processes) after its pod's containers are gone. */
 export class CgroupBusyError extends Error {}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** How long systemd may take to create or remove a slice's cgroup. */
+const sliceTimeoutMs = 10_000;
 
 /**
  * Creates and removes pod cgroups. containerd/runc would create missing parents themselves, but never
@@ -145,6 +236,8 @@ export class PodCgroupManager {
     /** kubelet's cgroupRoot: kubepods is created under it. */
     private readonly cgroupRoot = '/',
     private readonly fs: CgroupFs = hostCgroupFs,
+    /** The systemd driver's units: pod and QoS cgroups are then slices systemd creates (cgroup v2 only). */
+    private readonly systemd?: SystemdUnits,
   ) {
     this.qosPaths = qosCgroups.map((p) => underCgroupRoot(cgroupRoot, p));
     const v1 = hierarchies.filter((h) => h.version === 1);
@@ -154,8 +247,28 @@ export class PodCgroupManager {
     this.rootChecked = withControllers.length > 0 ? withControllers : unified;
   }
 
-  static async detect(cgroupRoot = '/', mountinfoPath = '/proc/self/mountinfo'): Promise<PodCgroupManager> {
-    return new PodCgroupManager(parseCgroupMounts(await readFile(mountinfoPath, 'utf8')), cgroupRoot);
+  static async detect(cgroupRoot = '/', systemd?: SystemdUnits, mountinfoPath = '/proc/self/mountinfo'): Promise<PodCgroupManager> {
+    return new PodCgroupManager(parseCgroupMounts(await readFile(mountinfoPath, 'utf8')), cgroupRoot, hostCgroupFs, systemd);
+  }
+
+  /** The driver's path of a cgroup name (cgroupfs form, e.g. /kubepods/burstable/pod<uid>) under a hierarchy's mount. */
+  private dir(h: CgroupHierarchy, name: string): string {
+    return join(h.mountPoint, this.systemd ? systemdCgroupPath(name) : name);
+  }
+
+  /** The directory name of a pod's cgroup under its QoS cgroup `qos` (a cgroup name): pod<uid>, or the systemd slice. */
+  private podDirName(qos: string, uid: string): string {
+    if (!this.systemd) return `${podCgroupPrefix}${uid}`;
+    return basename(systemdCgroupPath(join(qos, `${podCgroupPrefix}${uid}`)));
+  }
+
+  /** The pod UID of a directory under the QoS cgroup `qos`, if it is a pod's. */
+  private uidOfDir(qos: string, name: string): string | undefined {
+    if (!this.systemd) return name.startsWith(podCgroupPrefix) ? name.slice(podCgroupPrefix.length) : undefined;
+    const prefix = this.podDirName(qos, '');
+    const slicePrefix = prefix.slice(0, -'.slice'.length);
+    if (!name.startsWith(slicePrefix) || !name.endsWith('.slice')) return undefined;
+    return name.slice(slicePrefix.length, -'.slice'.length).replaceAll('_', '-');
   }
 
   /** Whether pods get their cgroups in the unified (v2) hierarchy. */
@@ -170,7 +283,7 @@ export class PodCgroupManager {
   async missingRoot(): Promise<string[]> {
     const missing: string[] = [];
     for (const h of this.rootChecked) {
-      const dir = join(h.mountPoint, this.cgroupRoot);
+      const dir = this.dir(h, this.cgroupRoot);
       const ok = await this.fs.subdirs(dir).then(() => true, () => false);
       if (!ok) missing.push(dir);
     }
@@ -186,7 +299,8 @@ export class PodCgroupManager {
    * one mkdir per hierarchy on the start path; missing parents are created on ENOENT. A new v1 cpuset directory
    * inherits its parent's CPUs and memory nodes; in the unified hierarchy the parent first delegates the controllers.
    */
-  private async createIn(h: CgroupHierarchy, path: string): Promise<void> {
+  private async createIn(h: CgroupHierarchy, path: string, settings?: PodCgroupSettings): Promise<void> {
+    if (this.systemd) return this.startSlice(this.systemd, h, path, settings);
     const dir = join(h.mountPoint, path);
     if (h.version === 2) await this.delegate(dirname(dir), h.mountPoint);
     try {
@@ -208,6 +322,25 @@ export class PodCgroupManager {
   }
 
   /**
+   * The systemd driver: the cgroup is a transient slice systemd starts in its parent slice (which it enables the
+   * controllers of), as kubelet's systemd cgroup manager creates it; waits for systemd to make its directory.
+   */
+  private async startSlice(systemd: SystemdUnits, h: CgroupHierarchy, name: string, settings?: PodCgroupSettings): Promise<void> {
+    const path = systemdCgroupPath(name);
+    const parent = dirname(path);
+    await systemd.startSlice({ unit: basename(path), ...(parent === '/' ? {} : { parent: basename(parent) }), ...(settings ? { settings } : {}) });
+    const dir = join(h.mountPoint, path);
+    for (let waited = 0; !(await this.exists(dir)); waited += 50) {
+      if (waited >= sliceTimeoutMs) throw new Error(`systemd started ${basename(path)} but its cgroup ${dir} did not appear within ${sliceTimeoutMs} ms`);
+      await sleep(50);
+    }
+  }
+
+  private exists(dir: string): Promise<boolean> {
+    return this.fs.subdirs(dir).then(() => true, () => false);
+  }
+
+  /**
    * Enables the controllers pods need in a unified cgroup's subtree_control (its children get their files), and first
    * in its ancestors up to the mount point, which offer them; once per cgroup.
    */
@@ -222,9 +355,12 @@ export class PodCgroupManager {
   /** kubepods and its QoS children, once; BestEffort pods share the minimum cpu weight as kubelet sets it. */
   private ensureQosCgroups(): Promise<void> {
     this.qosReady ??= (async () => {
-      for (const path of this.qosPaths) await Promise.all(this.managed.map((h) => this.createIn(h, path)));
       const besteffort = underCgroupRoot(this.cgroupRoot, '/kubepods/besteffort');
-      await Promise.all(this.managed.map((h) => this.apply(h, join(h.mountPoint, besteffort), { cpuShares: minShares })));
+      for (const path of this.qosPaths) {
+        const settings = path === besteffort ? { cpuShares: minShares } : undefined;
+        await Promise.all(this.managed.map((h) => this.createIn(h, path, settings)));
+      }
+      await Promise.all(this.managed.map((h) => this.apply(h, this.dir(h, besteffort), { cpuShares: minShares })));
     })().catch((err: unknown) => {
       this.qosReady = undefined;
       throw err;
@@ -232,13 +368,16 @@ export class PodCgroupManager {
     return this.qosReady;
   }
 
-  /** Creates the pod's cgroup at `path` (e.g. /kubepods/burstable/pod<uid>) and applies its settings. */
+  /**
+   * Creates the pod's cgroup named `path` (e.g. /kubepods/burstable/pod<uid>; a slice with the systemd driver) and
+   * writes its settings (after systemd too, as libcontainer does: its files then hold exactly kubelet's values).
+   */
   async ensurePod(path: string, settings: PodCgroupSettings): Promise<void> {
     await this.ensureQosCgroups();
     await Promise.all(
       this.managed.map(async (h) => {
-        await this.createIn(h, path);
-        await this.apply(h, join(h.mountPoint, path), settings);
+        await this.createIn(h, path, settings);
+        await this.apply(h, this.dir(h, path), settings);
       }),
     );
   }
@@ -278,8 +417,11 @@ export class PodCgroupManager {
     const uids = new Set<string>();
     for (const h of this.hierarchies) {
       for (const qos of this.qosPaths) {
-        const names = await this.fs.subdirs(join(h.mountPoint, qos)).catch(() => []);
-        for (const name of names) if (name.startsWith(podCgroupPrefix)) uids.add(name.slice(podCgroupPrefix.length));
+        const names = await this.fs.subdirs(this.dir(h, qos)).catch(() => []);
+        for (const name of names) {
+          const uid = this.uidOfDir(qos, name);
+          if (uid) uids.add(uid);
+        }
       }
     }
     return uids;
@@ -293,7 +435,7 @@ export class PodCgroupManager {
   async removePod(uid: string, attempts = 10): Promise<void> {
     // All hierarchies at once; each settles (none is left half-removed in the background) before the first error is thrown.
     const results = await Promise.allSettled(
-      this.hierarchies.flatMap((h) => this.qosPaths.map((qos) => this.removeTree(join(h.mountPoint, qos, `${podCgroupPrefix}${uid}`), attempts))),
+      this.hierarchies.flatMap((h) => this.qosPaths.map((qos) => this.removeCgroup(join(this.dir(h, qos), this.podDirName(qos, uid)), attempts))),
     );
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed) throw failed.reason;
@@ -317,6 +459,15 @@ export class PodCgroupManager {
       }
     }
     return { removed, failed };
+  }
+
+  /** Removes a pod's cgroup: the systemd driver stops its slice first (systemd then removes it), then what is left goes. */
+  private async removeCgroup(dir: string, attempts: number): Promise<void> {
+    if (this.systemd && (await this.exists(dir))) {
+      await this.systemd.stopUnit(basename(dir));
+      for (let waited = 0; waited < sliceTimeoutMs && (await this.exists(dir)); waited += 50) await sleep(50);
+    }
+    await this.removeTree(dir, attempts);
   }
 
   private async removeTree(dir: string, attempts: number): Promise<void> {

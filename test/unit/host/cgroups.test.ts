@@ -5,6 +5,10 @@ import { join } from 'node:path';
 import {
   PodCgroupManager,
   cpuWeightFromShares,
+  sliceProperties,
+  systemdCgroupPath,
+  type SliceSpec,
+  type SystemdUnits,
   parseCgroupMounts,
   subtreeControlWrite,
   unifiedControls,
@@ -192,5 +196,73 @@ describe('PodCgroupManager on a cgroup v2 host', () => {
     expect(fs.read(`${mount}/kubelet/kubepods/burstable/podaaa/cpu.weight`)).toBe('39');
     expect(fs.read(`${mount}/kubelet/kubepods/burstable/podaaa/memory.max`)).toBe('1048576');
     expect(fs.dirs.has(`${mount}/kubepods`)).toBe(false);
+  });
+});
+
+describe('the systemd cgroup driver', () => {
+  test("kubelet's slice names: each component a slice named by the path so far, dashes escaped", () => {
+    expect(systemdCgroupPath('/kubepods')).toBe('/kubepods.slice');
+    expect(systemdCgroupPath('/kubepods/burstable/pod1a-2b')).toBe('/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1a_2b.slice');
+    expect(systemdCgroupPath('/kubepods/podx')).toBe('/kubepods.slice/kubepods-podx.slice');
+    expect(systemdCgroupPath('/')).toBe('/');
+  });
+
+  test('transient slice properties: wanted by the parent, delegated, accounting, limits in systemd units', () => {
+    const props = sliceProperties({
+      unit: 'kubepods-burstable-podx.slice',
+      parent: 'kubepods-burstable.slice',
+      settings: { cpuShares: 102, cpuQuota: 25_000, cpuPeriod: 100_000, memoryLimitInBytes: 67_108_864 },
+    });
+    expect(props).toEqual(
+      expect.arrayContaining([
+        ['Wants', 'as', '1', 'kubepods-burstable.slice'],
+        ['DefaultDependencies', 'b', 'false'],
+        ['Delegate', 'b', 'true'],
+        ['CPUWeight', 't', '4'],
+        ['CPUQuotaPerSecUSec', 't', '250000'],
+        ['CPUQuotaPeriodUSec', 't', '100000'],
+        ['MemoryMax', 't', '67108864'],
+      ]),
+    );
+    expect(sliceProperties({ unit: 'kubepods.slice' }).map((p) => p[0])).not.toContain('Wants');
+  });
+
+  test('QoS and pod slices started through systemd, their files written, stopped with the pod and as orphans', async () => {
+    const mount = '/sys/fs/cgroup';
+    const fs = new InMemoryCgroupFs(mount, ['cpuset', 'cpu', 'io', 'memory', 'hugetlb', 'pids']);
+    const started: SliceSpec[] = [];
+    const stopped: string[] = [];
+    // As systemd: a started slice gets its cgroup (its parent enabling the controllers), a stopped one loses it.
+    const systemd: SystemdUnits = {
+      async startSlice(spec) {
+        started.push(spec);
+        const path = systemdCgroupPath(spec.unit.replace(/\.slice$/, '').split('-').join('/'));
+        const parent = path.split('/').slice(0, -1).join('/') || mount;
+        await fs.writeControl(`${parent === mount ? mount : mount + parent}/cgroup.subtree_control`, '+cpu +memory +pids').catch(() => undefined);
+        await fs.mkdir(`${mount}${path}`).catch(() => undefined);
+      },
+      async stopUnit(unit) {
+        stopped.push(unit);
+        await fs.rmdir(`${mount}${systemdCgroupPath(unit.replace(/\.slice$/, '').split('-').join('/'))}`).catch(() => undefined);
+      },
+    };
+    const manager = new PodCgroupManager([{ mountPoint: mount, version: 2, controllers: [] }], '/', fs, systemd);
+    await manager.ensurePod('/kubepods/burstable/poda1', { cpuShares: 102, cpuQuota: 25_000, cpuPeriod: 100_000, memoryLimitInBytes: 67_108_864 });
+    expect(started.map((s) => [s.unit, s.parent])).toEqual([
+      ['kubepods.slice', undefined],
+      ['kubepods-burstable.slice', 'kubepods.slice'],
+      ['kubepods-besteffort.slice', 'kubepods.slice'],
+      ['kubepods-burstable-poda1.slice', 'kubepods-burstable.slice'],
+    ]);
+    const pod = `${mount}/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-poda1.slice`;
+    expect([fs.read(`${pod}/cpu.max`), fs.read(`${pod}/memory.max`), fs.read(`${pod}/cpu.weight`)]).toEqual(['25000 100000', '67108864', '4']);
+    expect(fs.read(`${mount}/kubepods.slice/kubepods-besteffort.slice/cpu.weight`)).toBe('1');
+    await manager.ensurePod('/kubepods/besteffort/podb2', { cpuShares: 2 });
+    expect([...(await manager.podUids())].sort()).toEqual(['a1', 'b2']);
+    await manager.removePod('a1');
+    expect(stopped).toEqual(['kubepods-burstable-poda1.slice']);
+    expect(fs.dirs.has(pod)).toBe(false);
+    expect((await manager.garbageCollect(() => false)).removed).toEqual(['b2']);
+    expect(stopped).toEqual(['kubepods-burstable-poda1.slice', 'kubepods-besteffort-podb2.slice']);
   });
 });
