@@ -19,6 +19,8 @@ export LC_ALL=C
 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
+# shellcheck source=scripts/packages.sh
+source "$REPO/scripts/packages.sh"
 INSTANCE=${NODELET_RUNTIME_INSTANCE:-main}
 
 case "$INSTANCE" in
@@ -145,30 +147,7 @@ write_if_changed() {
 
 # ---------------------------------------------------------------------------------------------------------------- up
 
-ensure_packages() {
-  local p missing=()
-  for p in "${PACKAGES[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-  done
-  if ((${#missing[@]} == 0)); then
-    log "packages present"
-    return
-  fi
-  log "installing ${missing[*]}..."
-  local out
-  out=$(mktemp)
-  # Output kept out of the progress stream; shown only when apt fails.
-  if ! {
-    DEBIAN_FRONTEND=noninteractive apt-get update -q &&
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-        -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold "${missing[@]}"
-  } >"$out" 2>&1; then
-    tail -n 40 "$out" >&2
-    rm -f "$out"
-    die "apt-get could not install ${missing[*]}"
-  fi
-  rm -f "$out"
-}
+ensure_packages() { ensure_debian_packages "${PACKAGES[@]}"; }
 
 # overlayfs is containerd's default and much faster than native (which copies every layer per container); only fall
 # back when the kernel/filesystem under the root dir really cannot mount it.

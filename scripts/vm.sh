@@ -22,6 +22,8 @@ export LC_ALL=C
 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
+# shellcheck source=scripts/packages.sh
+source "$REPO/scripts/packages.sh"
 CACHE=${NODELET_CACHE:-/var/cache/nodelet}/vm
 SUITE=bookworm
 # What the guest needs with no network: systemd as PID 1, a kernel with its initrd, the runtime rig's packages
@@ -41,17 +43,7 @@ die() {
   exit 1
 }
 
-ensure_host_packages() {
-  local p missing=()
-  for p in "${HOST_PACKAGES[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-  done
-  ((${#missing[@]} == 0)) && return 0
-  log "installing ${missing[*]}..."
-  DEBIAN_FRONTEND=noninteractive apt-get update -q >&2 &&
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >&2 ||
-    die "apt-get could not install ${missing[*]}"
-}
+ensure_host_packages() { ensure_debian_packages "${HOST_PACKAGES[@]}"; }
 
 # The guest's boot-time pieces, written into the image.
 

@@ -38,6 +38,12 @@ if [[ ! -x $REPO/node_modules/node/bin/node || ! -f $REPO/dist/src/cli/main.js ]
   (cd "$REPO" && npm ci)
 fi
 
+# The systemd driver reaches systemd over the system bus (nodelet with busctl, runc through go-systemd).
+if [[ $DRIVER == systemd && ! -S /run/dbus/system_bus_socket ]]; then
+  log "installing dbus for the systemd cgroup driver..."
+  DEBIAN_FRONTEND=noninteractive apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends dbus
+fi
+
 # Debian's containerd unit would run a second containerd on /run/containerd; nodelet's is its own unit.
 systemctl disable --now containerd.service >/dev/null 2>&1 || true
 

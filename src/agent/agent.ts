@@ -34,6 +34,7 @@ import { StatusApi } from './status-api.js';
 import { AgentConfigError, type AgentConfig } from './agent-config.js';
 import { createKubeletApi } from './kubelet-api.js';
 import { nodeAllocatable, nodeCapacity } from '../host/allocatable.js';
+import { milliCPUToShares } from '../execution/resources.js';
 import { readMachineInfo } from '../host/machine-info.js';
 import { PodVolumeManager } from '../volume/pod-volumes.js';
 
@@ -140,6 +141,13 @@ export class Agent {
     const programs = config.spawnHelper ? await SpawnHelperRunner.start(config.spawnHelper, log) : new DirectProgramRunner();
     const executor = new CniExecutor({ binDirs: config.cniBinDirs, cacheDir: config.cniCacheDir, programs, log });
     const podCgroups = cgroupDriver === 'systemd' ? await PodCgroupManager.detect(config.kubelet.cgroupRoot, new BusctlSystemdUnits(programs)) : cgroupfs;
+    const capacity = nodeCapacity(await readMachineInfo(config.rootDir), config.kubelet.maxPods);
+    // kubelet's node allocatable for the kubepods cgroup leaves the eviction thresholds in (they are for eviction).
+    const enforced = config.kubelet.enforceNodeAllocatable.includes('pods') ? nodeAllocatable(capacity, { ...config.kubelet, evictionHard: {} }) : capacity;
+    await podCgroups.limitKubepods({
+      cpuShares: milliCPUToShares(Number(enforced.cpu.milliValue())),
+      memoryLimitInBytes: Number(enforced.memory.value()),
+    });
     const podNetwork = await PodNetwork.create({ executor, main: networks.main, loopback: networks.loopback, log });
     const shimServer = new CniShimServer({ socketPath: config.cniSocket, backend: podNetwork, log });
     await shimServer.listen();

@@ -147,15 +147,15 @@ export interface SystemdUnits {
 
 /**
  * The D-Bus properties of a transient slice as kubelet's systemd manager (libcontainer) sets them: no default
- * dependencies, wanted by its parent, delegated, accounting on for the controllers pods use, and the limits in
- * systemd's units (CPUQuotaPerSecUSec is the quota scaled to one second). As busctl's arguments: name, signature, value.
+ * dependencies, wanted by its parent, accounting on for the controllers pods use, and the limits in systemd's units
+ * (CPUQuotaPerSecUSec is the quota scaled to one second). No Delegate: libcontainer delegates scopes only, and systemd
+ * refuses it for a slice ("Delegation not available for unit type"). As busctl's arguments: name, signature, value.
  */
 export function sliceProperties(spec: SliceSpec): string[][] {
   const props: string[][] = [
     ['Description', 's', `nodelet pod cgroup ${spec.unit}`],
     ...(spec.parent ? [['Wants', 'as', '1', spec.parent]] : []),
     ['DefaultDependencies', 'b', 'false'],
-    ['Delegate', 'b', 'true'],
     ['MemoryAccounting', 'b', 'true'],
     ['CPUAccounting', 'b', 'true'],
     ['IOAccounting', 'b', 'true'],
@@ -174,9 +174,10 @@ export function sliceProperties(spec: SliceSpec): string[][] {
 }
 
 /**
- * systemd's Manager API called with busctl on systemd's private socket (root only; no dbus-daemon needed, as runc's own
- * systemd driver connects). busctl ships with systemd itself wherever this driver applies, and it is started through
- * the agent's program runner (the spawn helper): a D-Bus client library would be a new dependency for two calls per pod.
+ * systemd's Manager API called with busctl on the system bus, where runc's systemd driver reaches it too (busctl
+ * cannot address systemd on its private socket: a call with a destination there fails "Invalid request descriptor").
+ * busctl ships with systemd itself wherever this driver applies, and it is started through the agent's program runner
+ * (the spawn helper): a D-Bus client library would be a new dependency for two calls per pod.
  */
 export class BusctlSystemdUnits implements SystemdUnits {
   constructor(
@@ -187,7 +188,7 @@ export class BusctlSystemdUnits implements SystemdUnits {
   private async call(method: string, signature: string, args: string[]): Promise<{ ok: boolean; error: string }> {
     const exit = await this.programs.run({
       path: this.busctl,
-      args: ['--address=unix:path=/run/systemd/private', 'call', 'org.freedesktop.systemd1', '/org/freedesktop/systemd1', 'org.freedesktop.systemd1.Manager', method, signature, ...args],
+      args: ['--system', 'call', 'org.freedesktop.systemd1', '/org/freedesktop/systemd1', 'org.freedesktop.systemd1.Manager', method, signature, ...args],
       env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
       input: '',
     });
@@ -228,6 +229,8 @@ export class PodCgroupManager {
   private readonly managed: CgroupHierarchy[];
   /** The hierarchies that must hold the cgroup root: the v1 ones with controllers, or the unified one. */
   private readonly rootChecked: CgroupHierarchy[];
+  /** What kubepods itself gets: the node's allocatable (or capacity), kubelet's enforceNodeAllocatable. */
+  private kubepods?: PodCgroupSettings;
   /** Unified cgroups whose subtree_control already enables what pods need. */
   private readonly delegating = new Set<string>();
 
@@ -355,9 +358,10 @@ export class PodCgroupManager {
   /** kubepods and its QoS children, once; BestEffort pods share the minimum cpu weight as kubelet sets it. */
   private ensureQosCgroups(): Promise<void> {
     this.qosReady ??= (async () => {
+      const [kubepods] = this.qosPaths;
       const besteffort = underCgroupRoot(this.cgroupRoot, '/kubepods/besteffort');
       for (const path of this.qosPaths) {
-        const settings = path === besteffort ? { cpuShares: minShares } : undefined;
+        const settings = path === besteffort ? { cpuShares: minShares } : path === kubepods ? this.kubepods : undefined;
         await Promise.all(this.managed.map((h) => this.createIn(h, path, settings)));
       }
       await Promise.all(this.managed.map((h) => this.apply(h, this.dir(h, besteffort), { cpuShares: minShares })));
@@ -366,6 +370,18 @@ export class PodCgroupManager {
       throw err;
     });
     return this.qosReady;
+  }
+
+  /**
+   * kubelet's enforceNodeAllocatableCgroups: the kubepods cgroup gets the node's allocatable (capacity minus
+   * systemReserved and kubeReserved) with enforceNodeAllocatable [pods], else the capacity: cpu as shares (weight),
+   * memory as its limit. Creates the QoS cgroups when they are missing.
+   */
+  async limitKubepods(settings: PodCgroupSettings): Promise<void> {
+    this.kubepods = settings;
+    await this.ensureQosCgroups();
+    const [kubepods = '/kubepods'] = this.qosPaths;
+    await Promise.all(this.managed.map((h) => this.apply(h, this.dir(h, kubepods), settings)));
   }
 
   /**

@@ -12,11 +12,14 @@ mkdir -p "$STATE"
 exec > >(tee -a "$OUT/guest.log") 2>&1
 
 DRIVER=cgroupfs
+EXEC=""
 mapfile -t args <"$OUT/args"
 set -- "${args[@]}"
 while (($#)); do
   case $1 in
     --cgroup-driver) DRIVER=$2; shift 2 ;;
+    # For developing in the guest: run this script (a path in the project) instead of the suite, then power off.
+    --exec) EXEC=$2; shift 2 ;;
     *) shift ;;
   esac
 done
@@ -36,6 +39,10 @@ finish() {
   exit 0
 }
 
+if [[ -n $EXEC ]]; then
+  bash "$REPO/$EXEC" "$OUT" || say "$EXEC exited with $?"
+  finish
+fi
 phase=$(cat "$STATE/phase" 2>/dev/null || echo first)
 say "phase $phase, cgroup driver $DRIVER, $(stat -fc %T /sys/fs/cgroup) on /sys/fs/cgroup, kernel $(uname -r)"
 case $phase in

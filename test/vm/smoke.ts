@@ -128,6 +128,13 @@ async function expectControl(dir: string, file: string, want: string): Promise<s
   return `${join(dir, file)} = ${got}`;
 }
 
+/** kubelet's enforceNodeAllocatable [pods] with no reservations: kubepods is limited to the machine's memory. */
+async function kubepodsLimit(): Promise<string> {
+  const kubepods = join(cgroupMount, driver === 'systemd' ? 'kubepods.slice' : 'kubepods');
+  const memTotal = /^MemTotal:\s+(\d+) kB/m.exec(await readFile('/proc/meminfo', 'utf8'))?.[1];
+  return expectControl(kubepods, 'memory.max', String(Number(memTotal) * 1024));
+}
+
 /** The web pod's cgroups: the pod's at kubelet's path with the pod's limit, the container's inside it with its own. */
 async function webCgroups(web: V1Pod): Promise<void> {
   const uid = web.metadata?.uid ?? '';
@@ -144,6 +151,7 @@ async function webCgroups(web: V1Pod): Promise<void> {
   });
   await check('pod memory.max', () => expectControl(expectedPodCgroup(uid), 'memory.max', String(64 * mi)));
   await check('pod cpu.max', () => expectControl(expectedPodCgroup(uid), 'cpu.max', '25000 100000'));
+  await check('kubepods memory.max', kubepodsLimit);
 }
 
 interface Snapshot {

@@ -16,6 +16,7 @@ const checks = (driver: string) => [
   'first/pod cgroup path',
   'first/pod memory.max',
   'first/pod cpu.max',
+  'first/kubepods memory.max',
   'first/OOMKilled',
   'first/CrashLoopBackOff',
   'first/systemctl restart nodelet changes nothing',
@@ -26,6 +27,7 @@ const checks = (driver: string) => [
   'rebooted/pod cgroup path',
   'rebooted/pod memory.max',
   'rebooted/pod cpu.max',
+  'rebooted/kubepods memory.max',
 ].map((c) => `${driver} ${c}`);
 
 // Booting a guest needs root (qemu's 9p shares with security_model=none, the image build); nothing else is a reason to skip.
@@ -34,7 +36,7 @@ if (!isRoot) console.log('VM test skipped: it needs root to build the guest imag
 const describeVm = isRoot ? describe : describe.skip;
 
 describeVm('a Debian 12 guest with systemd and cgroup v2', () => {
-  test.each(['cgroupfs'])('cgroupDriver %s: the smoke suite passes inside the guest', async (driver) => {
+  test.each(['cgroupfs', 'systemd'])('cgroupDriver %s: the smoke suite passes inside the guest', async (driver) => {
     const out = join('/var/log/nodelet/vm', `${driver}-${new Date().toISOString().replace(/[:.]/g, '-')}`);
     await mkdir(out, { recursive: true });
     const run = await execa('bash', [join(repoRoot, 'scripts/vm.sh'), 'run', out, '--cgroup-driver', driver], {

@@ -197,6 +197,13 @@ describe('PodCgroupManager on a cgroup v2 host', () => {
     expect(fs.read(`${mount}/kubelet/kubepods/burstable/podaaa/memory.max`)).toBe('1048576');
     expect(fs.dirs.has(`${mount}/kubepods`)).toBe(false);
   });
+
+  test("node allocatable enforced on kubepods: cpu weight from the allocatable cpu's shares, memory.max", async () => {
+    const { fs, manager } = setup();
+    await manager.limitKubepods({ cpuShares: 2048, memoryLimitInBytes: 8 * 1024 ** 3 });
+    expect([fs.read(`${mount}/kubepods/cpu.weight`), fs.read(`${mount}/kubepods/memory.max`)]).toEqual(['79', String(8 * 1024 ** 3)]);
+    expect(fs.dirs.has(`${mount}/kubepods/burstable`)).toBe(true);
+  });
 });
 
 describe('the systemd cgroup driver', () => {
@@ -207,7 +214,7 @@ describe('the systemd cgroup driver', () => {
     expect(systemdCgroupPath('/')).toBe('/');
   });
 
-  test('transient slice properties: wanted by the parent, delegated, accounting, limits in systemd units', () => {
+  test('transient slice properties: wanted by the parent, accounting, limits in systemd units, no Delegate (refused for slices)', () => {
     const props = sliceProperties({
       unit: 'kubepods-burstable-podx.slice',
       parent: 'kubepods-burstable.slice',
@@ -217,13 +224,13 @@ describe('the systemd cgroup driver', () => {
       expect.arrayContaining([
         ['Wants', 'as', '1', 'kubepods-burstable.slice'],
         ['DefaultDependencies', 'b', 'false'],
-        ['Delegate', 'b', 'true'],
         ['CPUWeight', 't', '4'],
         ['CPUQuotaPerSecUSec', 't', '250000'],
         ['CPUQuotaPeriodUSec', 't', '100000'],
         ['MemoryMax', 't', '67108864'],
       ]),
     );
+    expect(props.map((p) => p[0])).not.toContain('Delegate');
     expect(sliceProperties({ unit: 'kubepods.slice' }).map((p) => p[0])).not.toContain('Wants');
   });
 
