@@ -198,7 +198,8 @@ export class BusctlSystemdUnits implements SystemdUnits {
   async startSlice(spec: SliceSpec): Promise<void> {
     const props = sliceProperties(spec);
     const r = await this.call('StartTransientUnit', 'ssa(sv)a(sa(sv))', [spec.unit, 'replace', String(props.length), ...props.flat(), '0']);
-    if (!r.ok && !/already exists/i.test(r.error)) throw new Error(`systemd could not start ${spec.unit}: ${r.error}`);
+    // org.freedesktop.systemd1.UnitExists, which busctl shows by its message only (a restarted agent finds its slices).
+    if (!r.ok && !/already exists|already loaded|has a fragment file/i.test(r.error)) throw new Error(`systemd could not start ${spec.unit}: ${r.error}`);
   }
 
   async stopUnit(unit: string): Promise<void> {
