@@ -4,7 +4,7 @@
 # extra flags in /etc/default/nodelet. Runs as root, from the project it installs (the unit runs nodelet from there).
 #
 # Usage: bash vagrant/provision.sh [--cgroup-driver cgroupfs|systemd] [--manifests DIR]
-#   --cgroup-driver  containerd's (SystemdCgroup) and nodelet's cgroupDriver, kept equal (default cgroupfs)
+#   --cgroup-driver  containerd's (SystemdCgroup) and nodelet's cgroupDriver, kept equal (default systemd, as kubeadm configures kubelet)
 #   --manifests DIR  static pods copied into the staticPodPath /etc/kubernetes/manifests (e.g. the project's examples/)
 # Idempotent: a second run rewrites the units and configuration and restarts what changed.
 set -euo pipefail
@@ -13,7 +13,7 @@ export LC_ALL=C
 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
-DRIVER=cgroupfs
+DRIVER=systemd
 MANIFESTS=""
 while (($#)); do
   case $1 in
