@@ -14,13 +14,9 @@
 # Idempotent: `up` only does what is missing; `down` without anything running is a no-op.
 # Progress goes to stderr; `up` prints the CRI endpoint as its only stdout line.
 set -euo pipefail
-umask 022
-export LC_ALL=C
-PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
-
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
-# shellcheck source=scripts/packages.sh
-source "$REPO/scripts/packages.sh"
+# shellcheck source=scripts/common.sh
+source "$REPO/scripts/common.sh"
 INSTANCE=${NODELET_RUNTIME_INSTANCE:-main}
 
 case "$INSTANCE" in

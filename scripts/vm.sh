@@ -17,13 +17,9 @@
 # the VM. The guest's writes go to a temporary overlay (snapshot=on) that lives as long as its qemu process, reboots
 # included, and is gone afterwards. qemu is killed on any exit of this script: nothing of the VM is left running.
 set -euo pipefail
-umask 022
-export LC_ALL=C
-PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
-
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
-# shellcheck source=scripts/packages.sh
-source "$REPO/scripts/packages.sh"
+# shellcheck source=scripts/common.sh
+source "$REPO/scripts/common.sh"
 CACHE=${NODELET_CACHE:-/var/cache/nodelet}/vm
 SUITE=bookworm
 # What the guest needs with no network: systemd as PID 1, a kernel with its initrd, the runtime rig's packages

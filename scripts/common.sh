@@ -1,4 +1,8 @@
-# packages.sh: sourced by scripts/runtime.sh and scripts/vm.sh; the caller defines log and die.
+# common.sh: sourced by scripts/runtime.sh and scripts/vm.sh (after `set -euo pipefail` and REPO): the environment they
+# run in, and Debian package installation. The caller defines log and die.
+umask 022
+export LC_ALL=C
+PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
 
 # ensure_debian_packages PACKAGE...: installs the missing ones with apt-get; apt's output is shown only when it fails.
 ensure_debian_packages() {
