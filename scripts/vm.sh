@@ -9,6 +9,8 @@
 #                                              runs test/vm/guest.sh GUEST ARGS inside, and waits for it to power off.
 #                                              OUT (created) receives serial.log and what the guest writes (results,
 #                                              journals). Exit status 0 when the guest wrote OUT/done.
+#                                              GUEST ARGS: --cgroup-driver cgroupfs|systemd, or --exec PATH (a script
+#                                              of the project run in the guest instead of the suite, for development).
 #   NODELET_VM_TIMEOUT=seconds (default 900)   the guest is killed after this long.
 #
 # The image is built from Debian's packages with mmdebstrap into $NODELET_CACHE/vm (default /var/cache/nodelet/vm), keyed
