@@ -10,14 +10,16 @@
 #                                  CNI conflist is a plain reference chain (bridge + host-local + portmap) containerd runs itself.
 #   NODELET_RUNTIME_INSTANCE=kubelet  a third one, the same as the floor's on its own bridge and pod subnet, for the real
 #                                  kubelet the benchmark runs as nodelet's peer.
+#   NODELET_CGROUP_DRIVER=cgroupfs (default) | systemd  the cgroup driver runc uses (SystemdCgroup); nodelet's
+#                                  cgroupDriver must match it.
+# Where systemd is PID 1 and the unit nodelet-containerd[-INSTANCE].service exists (vagrant/provision.sh installs it),
+# containerd runs as that unit: systemd starts, restarts and stops it. Elsewhere this script starts it itself.
 # Idempotent: `up` only does what is missing; `down` without anything running is a no-op.
 # Progress goes to stderr; `up` prints the CRI endpoint as its only stdout line.
 set -euo pipefail
-umask 022
-export LC_ALL=C
-PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
-
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
+# shellcheck source=scripts/common.sh
+source "$REPO/scripts/common.sh"
 INSTANCE=${NODELET_RUNTIME_INSTANCE:-main}
 
 case "$INSTANCE" in
@@ -50,6 +52,17 @@ case "$INSTANCE" in
     exit 2
     ;;
 esac
+
+CGROUP_DRIVER=${NODELET_CGROUP_DRIVER:-cgroupfs}
+case "$CGROUP_DRIVER" in
+  cgroupfs) SYSTEMD_CGROUP=false ;;
+  systemd) SYSTEMD_CGROUP=true ;;
+  *)
+    echo "runtime: unknown NODELET_CGROUP_DRIVER '$CGROUP_DRIVER' (expected cgroupfs or systemd)" >&2
+    exit 2
+    ;;
+esac
+UNIT=nodelet-containerd$SUFFIX.service
 
 CONF_DIR=/etc/nodelet/containerd$SUFFIX
 CONFIG=$CONF_DIR/config.toml
@@ -135,30 +148,7 @@ write_if_changed() {
 
 # ---------------------------------------------------------------------------------------------------------------- up
 
-ensure_packages() {
-  local p missing=()
-  for p in "${PACKAGES[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-  done
-  if ((${#missing[@]} == 0)); then
-    log "packages present"
-    return
-  fi
-  log "installing ${missing[*]}..."
-  local out
-  out=$(mktemp)
-  # Output kept out of the progress stream; shown only when apt fails.
-  if ! {
-    DEBIAN_FRONTEND=noninteractive apt-get update -q &&
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-        -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold "${missing[@]}"
-  } >"$out" 2>&1; then
-    tail -n 40 "$out" >&2
-    rm -f "$out"
-    die "apt-get could not install ${missing[*]}"
-  fi
-  rm -f "$out"
-}
+ensure_packages() { ensure_debian_packages "${PACKAGES[@]}"; }
 
 # overlayfs is containerd's default and much faster than native (which copies every layer per container); only fall
 # back when the kernel/filesystem under the root dir really cannot mount it.
@@ -223,8 +213,8 @@ disabled_plugins = [
         runtime_type = "io.containerd.runc.v2"
 
         [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-          # cgroup v1 via cgroupfs: there is no systemd as PID 1.
-          SystemdCgroup = false
+          # NODELET_CGROUP_DRIVER: cgroupfs unless systemd manages the cgroups (nodelet's cgroupDriver must match).
+          SystemdCgroup = $SYSTEMD_CGROUP
           # Per-instance runc state, so both instances' containers are kept apart and removed with the state dir.
           Root = "$STATE/runc"
 
@@ -323,8 +313,42 @@ ensure_cni_bin() {
   chmod 755 "$CNI_BIN/nodelet-cni-local"
 }
 
+# containerd as a systemd unit (see the header).
+systemd_unit() { [[ -d /run/systemd/system ]] && systemctl cat "$UNIT" >/dev/null 2>&1; }
+
+# Waits for the socket of the containerd process $1 (or of the unit when $1 is empty) to answer.
+wait_containerd() {
+  local starter=$1 i
+  for ((i = 0; i < 300; i++)); do
+    if socket_answers; then break; fi
+    if [[ -n $starter ]] && ! kill -0 "$starter" 2>/dev/null; then
+      tail -n 30 "$LOG" >&2 || true
+      die "containerd exited during start-up (log above, full log $LOG)"
+    fi
+    sleep 0.1
+  done
+  if ! socket_answers; then
+    if [[ -z $starter ]]; then journalctl -u "$UNIT" -n 30 --no-pager >&2 || true; else tail -n 30 "$LOG" >&2 || true; fi
+    die "containerd socket $SOCK did not answer within 30 s"
+  fi
+}
+
 start_containerd() {
   local pid
+  if systemd_unit; then
+    mkdir -p "$STATE" "$ROOT"
+    if ((CONFIG_CHANGED)); then
+      log "config changed; restarting $UNIT..."
+      systemctl restart "$UNIT"
+    else
+      systemctl start "$UNIT"
+    fi
+    wait_containerd ""
+    pid=$(containerd_pid) || die "containerd answers on $SOCK but its process was not found"
+    echo "$pid" >"$PIDFILE"
+    log "containerd up as $UNIT (pid $pid)"
+    return
+  fi
   if pid=$(containerd_pid) && socket_answers; then
     if ((CONFIG_CHANGED)); then
       log "config changed; restarting containerd (pid $pid)..."
@@ -355,19 +379,7 @@ start_containerd() {
     exec env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
       setsid nohup containerd --config "$CONFIG" </dev/null >>"$LOG" 2>&1
   ) &
-  local i
-  for ((i = 0; i < 300; i++)); do
-    if socket_answers; then break; fi
-    if ! kill -0 $! 2>/dev/null; then
-      tail -n 30 "$LOG" >&2 || true
-      die "containerd exited during start-up (log above, full log $LOG)"
-    fi
-    sleep 0.1
-  done
-  if ! socket_answers; then
-    tail -n 30 "$LOG" >&2 || true
-    die "containerd socket $SOCK did not answer within 30 s (log above, full log $LOG)"
-  fi
+  wait_containerd $!
   pid=$(containerd_pid) || die "containerd answers on $SOCK but its process was not found"
   echo "$pid" >"$PIDFILE"
   log "containerd up (pid $pid)"
@@ -642,6 +654,10 @@ cmd_up() {
 
 stop_containerd() {
   local pid=$1 i
+  if systemd_unit; then
+    systemctl stop "$UNIT"
+    return 0
+  fi
   kill -TERM "$pid" 2>/dev/null || return 0
   for ((i = 0; i < 150; i++)); do
     kill -0 "$pid" 2>/dev/null || return 0

@@ -1,6 +1,6 @@
 // Wires nodelet together: pod sources -> pod config -> pod workers <-> CRI runtime, the agent-owned pod network, housekeeping,
 // the status API; with --kubeconfig, cluster mode's API source and controllers.
-import { mkdir, readFile } from 'node:fs/promises';
+import { access, mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { LogEventRecorder } from '../controllers/event-recorder.js';
@@ -9,7 +9,7 @@ import { hostLocalSubnets } from '../cni/conflist.js';
 import { CniExecutor } from '../cni/executor.js';
 import { PodNetwork } from '../cni/pod-network.js';
 import { CniShimServer } from '../cni/shim-server.js';
-import { PodCgroupManager } from '../host/cgroups.js';
+import { BusctlSystemdUnits, PodCgroupManager } from '../host/cgroups.js';
 import { isSwapOn } from '../host/swap.js';
 import { cgroupDriverFromStatusInfo, networkNotReadyError, type CgroupDriver } from '../cri/runtime-info.js';
 import { runHealthzServer } from './healthz.js';
@@ -33,23 +33,31 @@ import { PodNetworkConfig, PodSubnetCollisionError } from './pod-network-config.
 import { AgentConfigError, type AgentConfig } from './agent-config.js';
 import { createKubeletApi } from './kubelet-api.js';
 import { nodeAllocatable, nodeCapacity } from '../host/allocatable.js';
+import { milliCPUToShares } from '../execution/resources.js';
 import { readMachineInfo } from '../host/machine-info.js';
 import { PodVolumeManager } from '../volume/pod-volumes.js';
 
 export { AgentConfigError };
 
+/** What the host offers the systemd cgroup driver: systemd as PID 1, and pod cgroups in the unified (v2) hierarchy. */
+export interface CgroupHost {
+  systemdRunning: boolean;
+  unified: boolean;
+}
+
 /**
  * The cgroup driver pods get, as kubelet decides it (KubeletCgroupDriverFromCRI, on by default since 1.31): the
  * runtime's own when it tells (kubelet asks CRI RuntimeConfig; containerd 1.6 tells in its verbose Status), else the
- * configured one. nodelet implements the cgroupfs driver only: systemd is refused, naming the field.
+ * configured one. systemd needs systemd as PID 1, and nodelet implements it on cgroup v2 only: elsewhere it is refused,
+ * naming the field and where it came from.
  */
-export function effectiveCgroupDriver(configured: CgroupDriver, runtime: CgroupDriver | undefined): CgroupDriver {
+export function effectiveCgroupDriver(configured: CgroupDriver, runtime: CgroupDriver | undefined, host: CgroupHost): CgroupDriver {
   const driver = runtime ?? configured;
-  if (driver === 'systemd') {
-    throw new AgentConfigError(
-      `cgroupDriver: systemd ${runtime ? "(the container runtime's: SystemdCgroup = true)" : '(--config)'} is not supported: ` +
-        'nodelet manages pod cgroups with the cgroupfs driver only; configure the runtime and cgroupDriver for cgroupfs',
-    );
+  if (driver !== 'systemd') return driver;
+  const origin = runtime ? "(the container runtime's: SystemdCgroup = true)" : '(--config)';
+  const missing = !host.systemdRunning ? 'systemd is not running as PID 1 on this host' : !host.unified ? 'nodelet implements it on cgroup v2 hosts only, and this host has cgroup v1' : '';
+  if (missing) {
+    throw new AgentConfigError(`cgroupDriver: systemd ${origin} cannot be used: ${missing}; configure the runtime and cgroupDriver for cgroupfs`);
   }
   return driver;
 }
@@ -89,20 +97,26 @@ export class Agent {
     if (config.kubelet.failSwapOn && (await isSwapOn())) {
       throw new AgentConfigError('failSwapOn: running with swap on is not supported, please disable swap or set failSwapOn (--config) to false');
     }
-    const podCgroups = await PodCgroupManager.detect(config.kubelet.cgroupRoot);
-    const missingRoot = await podCgroups.missingRoot();
-    if (missingRoot.length > 0) {
-      throw new AgentConfigError(`cgroupRoot: invalid configuration: cgroup "${config.kubelet.cgroupRoot}" does not exist: ${missingRoot.join(', ')}`);
-    }
+    const cgroupfs = await PodCgroupManager.detect(config.kubelet.cgroupRoot);
     const runtime = new CriClient(config.runtimeEndpoint, { requestTimeoutMs: config.runtimeRequestTimeoutMs });
     // The runtime's driver, when it is up now (nodelet starts without a runtime; pods wait for it).
     const runtimeDriver = await runtime.statusInfo({ signal, timeoutMs: 2_000 }).then(cgroupDriverFromStatusInfo, (err: unknown) => {
       log.warn({ err }, 'Container runtime not reachable: using cgroupDriver from the configuration');
       return undefined;
     });
+    let cgroupDriver: CgroupDriver;
     try {
-      const cgroupDriver = effectiveCgroupDriver(config.kubelet.cgroupDriver, runtimeDriver);
+      const host = { systemdRunning: await access('/run/systemd/system').then(() => true, () => false), unified: cgroupfs.unified };
+      cgroupDriver = effectiveCgroupDriver(config.kubelet.cgroupDriver, runtimeDriver, host);
       if (runtimeDriver) log.info({ cgroupDriver }, 'Using cgroup driver setting received from the CRI runtime');
+      if (runtimeDriver && runtimeDriver !== config.kubelet.cgroupDriver) {
+        log.warn({ cgroupDriver, configured: config.kubelet.cgroupDriver }, "cgroupDriver differs from the container runtime's: the runtime's is used");
+      }
+      // kubelet's cgroupManager.Validate: the cgroup root must exist in every hierarchy pods use.
+      const missingRoot = await cgroupfs.missingRoot();
+      if (missingRoot.length > 0) {
+        throw new AgentConfigError(`cgroupRoot: invalid configuration: cgroup "${config.kubelet.cgroupRoot}" does not exist: ${missingRoot.join(', ')}`);
+      }
     } catch (err) {
       runtime.close();
       throw err;
@@ -114,6 +128,14 @@ export class Agent {
     // Started now, while the agent is small: the helper's own start is the one fork of the agent's size it costs.
     const programs = config.spawnHelper ? await SpawnHelperRunner.start(config.spawnHelper, log) : new DirectProgramRunner();
     const executor = new CniExecutor({ binDirs: config.cniBinDirs, cacheDir: config.cniCacheDir, programs, log });
+    const podCgroups = cgroupDriver === 'systemd' ? await PodCgroupManager.detect(config.kubelet.cgroupRoot, new BusctlSystemdUnits(programs)) : cgroupfs;
+    const capacity = nodeCapacity(await readMachineInfo(config.rootDir), config.kubelet.maxPods);
+    // kubelet's node allocatable for the kubepods cgroup leaves the eviction thresholds in (they are for eviction).
+    const enforced = config.kubelet.enforceNodeAllocatable.includes('pods') ? nodeAllocatable(capacity, { ...config.kubelet, evictionHard: {} }) : capacity;
+    await podCgroups.limitKubepods({
+      cpuShares: milliCPUToShares(Number(enforced.cpu.milliValue())),
+      memoryLimitInBytes: Number(enforced.memory.value()),
+    });
     // The network comes from --cni-conf-dir, read now and watched while the agent runs: until a file is there, only
     // host-network pods start and the node's network is not ready.
     const podNetwork = await PodNetwork.create({ executor, main: undefined, log });
@@ -155,6 +177,7 @@ export class Agent {
         dns: { clusterDNS: config.kubelet.clusterDNS, clusterDomain: config.kubelet.clusterDomain, resolvConf: config.kubelet.resolvConf, nodeIPs: [nodeIP] },
         cgroupsPerQOS: true,
         cgroupRoot: config.kubelet.cgroupRoot,
+        cgroupDriver,
         seccompProfileRoot: join(config.rootDir, 'seccomp'),
       },
       podCgroups,

@@ -55,8 +55,10 @@ export interface KubeletConfiguration {
   clusterDomain: string;
   /** The resolver file Default pods copy and ClusterFirst pods take their search list from; '' for none. */
   resolvConf: string;
-  /** How pod cgroups are named: nodelet implements cgroupfs (the runtime's driver wins, see agent). */
+  /** How pod cgroups are made: cgroupfs, or systemd (cgroup v2 hosts; the runtime's driver wins, see agent). */
   cgroupDriver: CgroupDriver;
+  /** Where allocatable is enforced: "pods" limits the kubepods cgroup to it (system-reserved and kube-reserved are not implemented). */
+  enforceNodeAllocatable: string[];
   /** The cgroup kubepods is created under; it must exist. */
   cgroupRoot: string;
   /** Refuse to start while swap is on (/proc/swaps). */
@@ -168,6 +170,7 @@ export function defaultKubeletConfiguration(): KubeletConfiguration {
     clusterDomain: '',
     resolvConf: '/etc/resolv.conf',
     cgroupDriver: 'cgroupfs',
+    enforceNodeAllocatable: ['pods'],
     cgroupRoot: '/',
     failSwapOn: true,
     imageGCHighThresholdPercent: 85,
@@ -259,7 +262,6 @@ const ignoredFields: Record<string, IgnoredField> = {
   showHiddenMetricsForVersion: { kind: 'string' },
   systemReservedCgroup: { kind: 'string' },
   kubeReservedCgroup: { kind: 'string' },
-  enforceNodeAllocatable: { kind: 'strings' },
   allowedUnsafeSysctls: { kind: 'strings' },
   volumePluginDir: { kind: 'string', inert: ['', '/usr/libexec/kubernetes/kubelet-plugins/volume/exec/'] },
   kernelMemcgNotification: { kind: 'bool', default: false },
@@ -673,6 +675,18 @@ export function parseKubeletConfiguration(text: string, source: string): Kubelet
         const driver = r.string(field, value);
         if (!(cgroupDrivers as readonly string[]).includes(driver)) r.fail(field, `must be one of ${cgroupDrivers.join(', ')}, not "${driver}"`);
         out.cgroupDriver = driver as CgroupDriver;
+        break;
+      }
+      case 'enforceNodeAllocatable': {
+        if (!Array.isArray(value)) return r.fail(field, `must be a list, not ${JSON.stringify(value)}`);
+        const keys = value.map((v: unknown, i) => r.string(`${field}[${i}]`, v));
+        for (const key of keys) {
+          if (!['pods', 'system-reserved', 'kube-reserved', 'none'].includes(key)) r.fail(field, `invalid option "${key}": must be pods, system-reserved, kube-reserved or none`);
+        }
+        if (keys.includes('none') && keys.length > 1) r.fail(field, '"none" cannot be combined with other options');
+        const unimplemented = keys.filter((k) => k === 'system-reserved' || k === 'kube-reserved');
+        if (unimplemented.length > 0) warn(field, `${unimplemented.join(', ')} is not honoured: nodelet enforces allocatable on the pods' cgroup only`);
+        out.enforceNodeAllocatable = keys.filter((k) => k === 'pods');
         break;
       }
       case 'cgroupRoot': {

@@ -2,7 +2,8 @@
 import { join } from 'node:path';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { LinuxContainerResources } from '../cri/types.js';
-import type { PodCgroupSettings } from '../host/cgroups.js';
+import { systemdCgroupPath, type PodCgroupSettings } from '../host/cgroups.js';
+import type { CgroupDriver } from '../cri/runtime-info.js';
 import { InvalidQuantityError, parseQuantity, type Quantity } from '../core/quantity.js';
 import { containerOOMScoreAdjust, podQOSClass, resourceQuantity, type PodQOSClass } from '../decisions/qos.js';
 import { SyncError } from '../core/sync-result.js';
@@ -78,6 +79,15 @@ export function containerResources(pod: V1Pod, container: V1Container, memoryCap
 /** kubelet's cgroup parent for a pod with --cgroups-per-qos and the cgroupfs driver. */
 export function podCgroupParent(pod: V1Pod, cgroupRoot = '/'): string {
   return join('/', cgroupRoot, `${qosCgroupPath(podQOSClass(pod))}/pod${pod.metadata?.uid ?? ''}`);
+}
+
+/**
+ * The pod's cgroup as the runtime is told it (the sandbox's cgroup parent): kubelet's cgroupfs name, or with the
+ * systemd driver its slice form (/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid>.slice, of which
+ * containerd uses the last slice).
+ */
+export function runtimeCgroupParent(cgroupName: string, driver: CgroupDriver = 'cgroupfs'): string {
+  return driver === 'systemd' ? systemdCgroupPath(cgroupName) : cgroupName;
 }
 
 /** The cgroup pods of a QoS class live under: Guaranteed pods directly under kubepods. */

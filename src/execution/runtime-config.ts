@@ -20,7 +20,8 @@ import {
   podUidLabel,
 } from './labels.js';
 import type { NodeDnsSettings } from './dns.js';
-import { containerResources, podCgroupParent } from './resources.js';
+import { containerResources, podCgroupParent, runtimeCgroupParent } from './resources.js';
+import type { CgroupDriver } from '../cri/runtime-info.js';
 import { containerSecurityContext, podSysctls, sandboxSecurityContext, type ImageUser } from './security-context.js';
 
 /** What the node contributes to every pod's runtime config. */
@@ -33,6 +34,8 @@ export interface NodeRuntimeSettings {
   cgroupsPerQOS?: boolean;
   /** kubelet's cgroupRoot, the cgroup kubepods sits in; default "/". */
   cgroupRoot?: string;
+  /** The cgroup driver (the runtime's): with systemd the cgroup parent is given in systemd's slice form. */
+  cgroupDriver?: CgroupDriver;
   /** The machine's memory (MemTotal), for Burstable OOM scores; defaults to this host's. */
   memoryCapacityBytes?: bigint;
   /** Directory of Localhost seccomp profiles (kubelet's <root-dir>/seccomp). */
@@ -101,7 +104,7 @@ export function buildSandboxConfig(pod: V1Pod, attempt: number, node: NodeRuntim
     labels: { ...(m.labels ?? {}), ...podIdentityLabels(pod) },
     annotations: { ...(m.annotations ?? {}) },
     linux: {
-      ...(node.cgroupsPerQOS ? { cgroupParent: podCgroupParent(pod, node.cgroupRoot) } : {}),
+      ...(node.cgroupsPerQOS ? { cgroupParent: runtimeCgroupParent(podCgroupParent(pod, node.cgroupRoot), node.cgroupDriver) } : {}),
       securityContext: sandboxSecurityContext(pod, namespaceOptions(pod)),
       sysctls: podSysctls(pod),
     },

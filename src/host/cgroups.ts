@@ -1,7 +1,30 @@
-// Pod cgroups under kubepods, created and removed as kubelet's cgroupfs driver does (--cgroups-per-qos) on cgroup v1 hosts.
+// Pod cgroups under kubepods, created and removed as kubelet's cgroupfs driver does (--cgroups-per-qos): in every v1
+// hierarchy on cgroup v1 (and hybrid) hosts, in the unified hierarchy with kubelet's v2 conversions on cgroup v2 hosts.
 import { constants } from 'node:fs';
 import { mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
+import type { ProgramRunner } from './program-runner.js';
+
+/** The cgroupfs operations the manager does: the kernel's (hostCgroupFs), or an in-memory one in unit tests. */
+export interface CgroupFs {
+  /** One directory; rejects with EEXIST or ENOENT (a missing parent) as fs.mkdir. */
+  mkdir(path: string): Promise<void>;
+  rmdir(path: string): Promise<void>;
+  readFile(path: string): Promise<string>;
+  /** Writes an existing control file; never creates one. */
+  writeControl(path: string, value: string): Promise<void>;
+  /** The names of a directory's subdirectories (child cgroups); rejects with ENOENT. */
+  subdirs(path: string): Promise<string[]>;
+}
+
+export const hostCgroupFs: CgroupFs = {
+  mkdir: (path) => mkdir(path),
+  rmdir: (path) => rmdir(path),
+  readFile: (path) => readFile(path, 'utf8'),
+  // Written like runc does: write-only with truncation, never creating a missing control file.
+  writeControl: (path, value) => writeFile(path, value, { flag: constants.O_WRONLY | constants.O_TRUNC }),
+  subdirs: async (path) => (await readdir(path, { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => e.name),
+};
 
 /** One mounted cgroup hierarchy: a v1 hierarchy with its controllers, or the v2 unified one. */
 export interface CgroupHierarchy {
@@ -11,7 +34,7 @@ export interface CgroupHierarchy {
   controllers: string[];
 }
 
-/** What a pod's own cgroup gets (kubelet's ResourceConfigForPod); unset fields keep the kernel default. */
+/** What a pod's own cgroup gets (kubelet's ResourceConfigForPod, in v1 units); unset fields keep the kernel default. */
 export interface PodCgroupSettings {
   cpuShares: number;
   cpuQuota?: number;
@@ -59,38 +82,202 @@ export function underCgroupRoot(cgroupRoot: string, path: string): string {
   return join('/', cgroupRoot, path);
 }
 const podCgroupPrefix = 'pod';
+/** kubelet's MinShares: the cpu shares of BestEffort pods. */
+const minShares = 2;
+
+/** cpu.weight (1-10000) for v1 cpu.shares (2-262144), as kubelet converts it on cgroup v2 (libcontainer's ConvertCPUSharesToCgroupV2Value). */
+export function cpuWeightFromShares(shares: number): number {
+  if (shares === 0) return 0;
+  return 1 + Math.floor(((shares - 2) * 9999) / 262142);
+}
+
+/** The unified hierarchy's control files for a cgroup's settings, in the order kubelet's setResourcesV2 writes them. */
+export function unifiedControls(settings: PodCgroupSettings): [file: string, value: string][] {
+  const controls: [string, string][] = [];
+  const weight = cpuWeightFromShares(settings.cpuShares);
+  if (weight !== 0) controls.push(['cpu.weight', String(weight)]);
+  if (settings.cpuPeriod !== undefined && settings.cpuQuota !== undefined && settings.cpuQuota > 0) {
+    controls.push(['cpu.max', `${settings.cpuQuota} ${settings.cpuPeriod}`]);
+  }
+  if (settings.memoryLimitInBytes !== undefined && settings.memoryLimitInBytes > 0) controls.push(['memory.max', String(settings.memoryLimitInBytes)]);
+  return controls;
+}
+
+/** Controllers kubelet's pod cgroups need enabled on cgroup v2 (runc enables these in a container's ancestors too). */
+const unifiedControllers = ['cpuset', 'cpu', 'io', 'memory', 'hugetlb', 'pids'];
+
+/**
+ * The `cgroup.subtree_control` write that enables, in a cgroup whose available controllers are `available`
+ * (cgroup.controllers) and enabled ones `enabled` (its cgroup.subtree_control), the controllers pods need; undefined
+ * when nothing is missing.
+ */
+export function subtreeControlWrite(available: string, enabled: string): string | undefined {
+  const have = new Set(enabled.split(/\s+/).filter(Boolean));
+  const offered = new Set(available.split(/\s+/).filter(Boolean));
+  const missing = unifiedControllers.filter((c) => offered.has(c) && !have.has(c));
+  return missing.length > 0 ? missing.map((c) => `+${c}`).join(' ') : undefined;
+}
+
+/**
+ * kubelet's systemd form of a cgroup name (CgroupName.ToSystemd): each component a slice named by the path so far,
+ * dashes inside a component escaped to underscores: /kubepods/burstable/pod<uid> is
+ * /kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid with _>.slice.
+ */
+export function systemdCgroupPath(name: string): string {
+  const parts = name.split('/').filter(Boolean).map((p) => p.replaceAll('-', '_'));
+  return `/${parts.map((_, i) => `${parts.slice(0, i + 1).join('-')}.slice`).join('/')}`;
+}
+
+/** What a slice kubelet's systemd cgroup manager starts gets, beside its resources. */
+export interface SliceSpec {
+  /** The slice unit, e.g. kubepods-burstable-pod<uid>.slice. */
+  unit: string;
+  /** Its parent slice; undefined under the root slice. */
+  parent?: string;
+  settings?: PodCgroupSettings;
+}
+
+/** The systemd units the systemd driver needs: transient slices started and stopped through systemd's D-Bus API. */
+export interface SystemdUnits {
+  /** Starts a transient slice (StartTransientUnit); one that exists already is left as it is. */
+  startSlice(spec: SliceSpec): Promise<void>;
+  /** Stops a unit (StopUnit), which removes its cgroup once its processes are gone; an unknown unit is fine. */
+  stopUnit(unit: string): Promise<void>;
+}
+
+/**
+ * The D-Bus properties of a transient slice as kubelet's systemd manager (libcontainer) sets them: no default
+ * dependencies, wanted by its parent, accounting on for the controllers pods use, and the limits in systemd's units
+ * (CPUQuotaPerSecUSec is the quota scaled to one second). No Delegate: libcontainer delegates scopes only, and systemd
+ * refuses it for a slice ("Delegation not available for unit type"). As busctl's arguments: name, signature, value.
+ */
+export function sliceProperties(spec: SliceSpec): string[][] {
+  const props: string[][] = [
+    ['Description', 's', `nodelet pod cgroup ${spec.unit}`],
+    ...(spec.parent ? [['Wants', 'as', '1', spec.parent]] : []),
+    ['DefaultDependencies', 'b', 'false'],
+    ['MemoryAccounting', 'b', 'true'],
+    ['CPUAccounting', 'b', 'true'],
+    ['IOAccounting', 'b', 'true'],
+    ['TasksAccounting', 'b', 'true'],
+  ];
+  const s = spec.settings;
+  if (!s) return props;
+  const weight = cpuWeightFromShares(s.cpuShares);
+  if (weight !== 0) props.push(['CPUWeight', 't', String(weight)]);
+  if (s.cpuQuota !== undefined && s.cpuQuota > 0 && s.cpuPeriod) {
+    props.push(['CPUQuotaPerSecUSec', 't', String(Math.ceil((s.cpuQuota * 1_000_000) / s.cpuPeriod))]);
+    props.push(['CPUQuotaPeriodUSec', 't', String(s.cpuPeriod)]);
+  }
+  if (s.memoryLimitInBytes !== undefined && s.memoryLimitInBytes > 0) props.push(['MemoryMax', 't', String(s.memoryLimitInBytes)]);
+  return props;
+}
+
+/**
+ * systemd's Manager API called with busctl on the system bus, where runc's systemd driver reaches it too (busctl
+ * cannot address systemd on its private socket: a call with a destination there fails "Invalid request descriptor").
+ * busctl ships with systemd itself wherever this driver applies, and it is started through the agent's program runner
+ * (the spawn helper): a D-Bus client library would be a new dependency for two calls per pod.
+ */
+export class BusctlSystemdUnits implements SystemdUnits {
+  constructor(
+    private readonly programs: ProgramRunner,
+    private readonly busctl = '/usr/bin/busctl',
+  ) {}
+
+  private async call(method: string, signature: string, args: string[]): Promise<{ ok: boolean; error: string }> {
+    const exit = await this.programs.run({
+      path: this.busctl,
+      args: ['--system', 'call', 'org.freedesktop.systemd1', '/org/freedesktop/systemd1', 'org.freedesktop.systemd1.Manager', method, signature, ...args],
+      env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
+      input: '',
+    });
+    return { ok: exit.exitCode === 0, error: (exit.stderr.trim() || exit.message).replace(/^Call failed: /, '') };
+  }
+
+  async startSlice(spec: SliceSpec): Promise<void> {
+    const props = sliceProperties(spec);
+    const r = await this.call('StartTransientUnit', 'ssa(sv)a(sa(sv))', [spec.unit, 'replace', String(props.length), ...props.flat(), '0']);
+    // org.freedesktop.systemd1.UnitExists, which busctl shows by its message only (a restarted agent finds its slices).
+    if (!r.ok && !/already exists|already loaded|has a fragment file/i.test(r.error)) throw new Error(`systemd could not start ${spec.unit}: ${r.error}`);
+  }
+
+  async stopUnit(unit: string): Promise<void> {
+    const r = await this.call('StopUnit', 'ss', [unit, 'replace']);
+    if (!r.ok && !/not loaded|no such unit|not found/i.test(r.error)) throw new Error(`systemd could not stop ${unit}: ${r.error}`);
+  }
+}
 
 /** A cgroup that stays busy (live processes) after its pod's containers are gone. */
 export class CgroupBusyError extends Error {}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-// Written like runc does: write-only with truncation, never creating a missing control file.
-async function writeControl(dir: string, file: string, value: number | string): Promise<void> {
-  await writeFile(join(dir, file), String(value), { flag: constants.O_WRONLY | constants.O_TRUNC });
-}
+/** How long systemd may take to create or remove a slice's cgroup. */
+const sliceTimeoutMs = 10_000;
 
 /**
  * Creates and removes pod cgroups. containerd/runc would create missing parents themselves, but never
- * remove them and never set pod-level limits; kubelet creates `kubepods[/<qos>]/pod<uid>` in every v1
- * hierarchy with the pod's summed limits before the sandbox starts, and destroys it once the pod is gone.
- * On a pure cgroup v2 host nothing is created here (runc creates the path); removal still applies.
+ * remove them and never set pod-level limits; kubelet creates `kubepods[/<qos>]/pod<uid>` with the pod's summed
+ * limits before the sandbox starts, and destroys it once the pod is gone: in every v1 hierarchy on a cgroup v1 (or
+ * hybrid) host, in the unified hierarchy on a cgroup v2 host, enabling the controllers pods need in each ancestor's
+ * cgroup.subtree_control on the way down.
  */
 export class PodCgroupManager {
   private qosReady?: Promise<void>;
   /** The QoS cgroups under the cgroup root. */
   private readonly qosPaths: string[];
+  /** The hierarchies pods get cgroups in: every v1 one (named ones too) on a v1 or hybrid host, the unified one on a pure v2 host. */
+  private readonly managed: CgroupHierarchy[];
+  /** The hierarchies that must hold the cgroup root: the v1 ones with controllers, or the unified one. */
+  private readonly rootChecked: CgroupHierarchy[];
+  /** What kubepods itself gets: the node's allocatable (or capacity), kubelet's enforceNodeAllocatable. */
+  private kubepods?: PodCgroupSettings;
+  /** Unified cgroups whose subtree_control already enables what pods need. */
+  private readonly delegating = new Set<string>();
 
   constructor(
     private readonly hierarchies: CgroupHierarchy[],
     /** kubelet's cgroupRoot: kubepods is created under it. */
     private readonly cgroupRoot = '/',
+    private readonly fs: CgroupFs = hostCgroupFs,
+    /** The systemd driver's units: pod and QoS cgroups are then slices systemd creates (cgroup v2 only). */
+    private readonly systemd?: SystemdUnits,
   ) {
     this.qosPaths = qosCgroups.map((p) => underCgroupRoot(cgroupRoot, p));
+    const v1 = hierarchies.filter((h) => h.version === 1);
+    const withControllers = v1.filter((h) => h.controllers.some((c) => v1Controllers.has(c)));
+    const unified = hierarchies.filter((h) => h.version === 2);
+    this.managed = withControllers.length > 0 ? v1 : unified;
+    this.rootChecked = withControllers.length > 0 ? withControllers : unified;
   }
 
-  static async detect(cgroupRoot = '/', mountinfoPath = '/proc/self/mountinfo'): Promise<PodCgroupManager> {
-    return new PodCgroupManager(parseCgroupMounts(await readFile(mountinfoPath, 'utf8')), cgroupRoot);
+  static async detect(cgroupRoot = '/', systemd?: SystemdUnits, mountinfoPath = '/proc/self/mountinfo'): Promise<PodCgroupManager> {
+    return new PodCgroupManager(parseCgroupMounts(await readFile(mountinfoPath, 'utf8')), cgroupRoot, hostCgroupFs, systemd);
+  }
+
+  /** The driver's path of a cgroup name (cgroupfs form, e.g. /kubepods/burstable/pod<uid>) under a hierarchy's mount. */
+  private dir(h: CgroupHierarchy, name: string): string {
+    return join(h.mountPoint, this.systemd ? systemdCgroupPath(name) : name);
+  }
+
+  /** The directory name of a pod's cgroup under its QoS cgroup `qos` (a cgroup name): pod<uid>, or the systemd slice. */
+  private podDirName(qos: string, uid: string): string {
+    if (!this.systemd) return `${podCgroupPrefix}${uid}`;
+    return basename(systemdCgroupPath(join(qos, `${podCgroupPrefix}${uid}`)));
+  }
+
+  /** The pod UID of a directory under the QoS cgroup `qos`, if it is a pod's. */
+  private uidOfDir(qos: string, name: string): string | undefined {
+    if (!this.systemd) return name.startsWith(podCgroupPrefix) ? name.slice(podCgroupPrefix.length) : undefined;
+    const prefix = this.podDirName(qos, '');
+    const slicePrefix = prefix.slice(0, -'.slice'.length);
+    if (!name.startsWith(slicePrefix) || !name.endsWith('.slice')) return undefined;
+    return name.slice(slicePrefix.length, -'.slice'.length).replaceAll('_', '-');
+  }
+
+  /** Whether pods get their cgroups in the unified (v2) hierarchy. */
+  get unified(): boolean {
+    return this.managed.some((h) => h.version === 2);
   }
 
   /**
@@ -98,40 +285,30 @@ export class PodCgroupManager {
    * paths; kubelet refuses to start with any ("invalid configuration").
    */
   async missingRoot(): Promise<string[]> {
-    // A v1 (or hybrid) host runs pods in its v1 controllers' hierarchies, a pure v2 host in the unified one.
-    const v1 = this.v1.filter((h) => h.controllers.some((c) => v1Controllers.has(c)));
-    const used = v1.length > 0 ? v1 : this.hierarchies.filter((h) => h.version === 2);
     const missing: string[] = [];
-    for (const h of used) {
-      const dir = join(h.mountPoint, this.cgroupRoot);
-      const ok = await readdir(dir).then(() => true, () => false);
+    for (const h of this.rootChecked) {
+      const dir = this.dir(h, this.cgroupRoot);
+      const ok = await this.fs.subdirs(dir).then(() => true, () => false);
       if (!ok) missing.push(dir);
     }
     return missing;
-  }
-
-  private get v1(): CgroupHierarchy[] {
-    return this.hierarchies.filter((h) => h.version === 1);
   }
 
   private has(h: CgroupHierarchy, controller: string): boolean {
     return h.controllers.includes(controller);
   }
 
-  /** Creates a cgroup (and missing parents) in every v1 hierarchy, the hierarchies in parallel. */
-  private async create(path: string): Promise<void> {
-    await Promise.all(this.v1.map((h) => this.createIn(h, path)));
-  }
-
   /**
    * Creates the cgroup in one hierarchy, trying the leaf first: a pod's parents (its QoS cgroup) exist, so this is
-   * one mkdir per hierarchy on the start path; missing parents are created on ENOENT. A new cpuset directory
-   * inherits its parent's CPUs and memory nodes.
+   * one mkdir per hierarchy on the start path; missing parents are created on ENOENT. A new v1 cpuset directory
+   * inherits its parent's CPUs and memory nodes; in the unified hierarchy the parent first delegates the controllers.
    */
-  private async createIn(h: CgroupHierarchy, path: string): Promise<void> {
+  private async createIn(h: CgroupHierarchy, path: string, settings?: PodCgroupSettings): Promise<void> {
+    if (this.systemd) return this.startSlice(this.systemd, h, path, settings);
     const dir = join(h.mountPoint, path);
+    if (h.version === 2) await this.delegate(dirname(dir), h.mountPoint);
     try {
-      await mkdir(dir);
+      await this.fs.mkdir(dir);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'EEXIST') return;
@@ -142,18 +319,53 @@ export class PodCgroupManager {
     if (this.has(h, 'cpuset')) {
       // A new cpuset starts empty and accepts no task until it has CPUs and memory nodes.
       for (const file of ['cpuset.cpus', 'cpuset.mems']) {
-        const inherited = (await readFile(join(dirname(dir), file), 'utf8')).trim();
-        if (inherited) await writeControl(dir, file, inherited);
+        const inherited = (await this.fs.readFile(join(dirname(dir), file))).trim();
+        if (inherited) await this.fs.writeControl(join(dir, file), inherited);
       }
     }
+  }
+
+  /**
+   * The systemd driver: the cgroup is a transient slice systemd starts in its parent slice (which it enables the
+   * controllers of), as kubelet's systemd cgroup manager creates it; waits for systemd to make its directory.
+   */
+  private async startSlice(systemd: SystemdUnits, h: CgroupHierarchy, name: string, settings?: PodCgroupSettings): Promise<void> {
+    const path = systemdCgroupPath(name);
+    const parent = dirname(path);
+    await systemd.startSlice({ unit: basename(path), ...(parent === '/' ? {} : { parent: basename(parent) }), ...(settings ? { settings } : {}) });
+    const dir = join(h.mountPoint, path);
+    for (let waited = 0; !(await this.exists(dir)); waited += 50) {
+      if (waited >= sliceTimeoutMs) throw new Error(`systemd started ${basename(path)} but its cgroup ${dir} did not appear within ${sliceTimeoutMs} ms`);
+      await sleep(50);
+    }
+  }
+
+  private exists(dir: string): Promise<boolean> {
+    return this.fs.subdirs(dir).then(() => true, () => false);
+  }
+
+  /**
+   * Enables the controllers pods need in a unified cgroup's subtree_control (its children get their files), and first
+   * in its ancestors up to the mount point, which offer them; once per cgroup.
+   */
+  private async delegate(dir: string, mountPoint = this.managed[0]?.mountPoint ?? '/'): Promise<void> {
+    if (this.delegating.has(dir)) return;
+    if (dir !== mountPoint && dir.startsWith(mountPoint)) await this.delegate(dirname(dir), mountPoint);
+    const write = subtreeControlWrite(await this.fs.readFile(join(dir, 'cgroup.controllers')), await this.fs.readFile(join(dir, 'cgroup.subtree_control')));
+    if (write) await this.fs.writeControl(join(dir, 'cgroup.subtree_control'), write);
+    this.delegating.add(dir);
   }
 
   /** kubepods and its QoS children, once; BestEffort pods share the minimum cpu weight as kubelet sets it. */
   private ensureQosCgroups(): Promise<void> {
     this.qosReady ??= (async () => {
-      for (const path of this.qosPaths) await this.create(path);
+      const [kubepods] = this.qosPaths;
       const besteffort = underCgroupRoot(this.cgroupRoot, '/kubepods/besteffort');
-      for (const h of this.v1.filter((h) => this.has(h, 'cpu'))) await writeControl(join(h.mountPoint, besteffort), 'cpu.shares', 2);
+      for (const path of this.qosPaths) {
+        const settings = path === besteffort ? { cpuShares: minShares } : path === kubepods ? this.kubepods : undefined;
+        await Promise.all(this.managed.map((h) => this.createIn(h, path, settings)));
+      }
+      await Promise.all(this.managed.map((h) => this.apply(h, this.dir(h, besteffort), { cpuShares: minShares })));
     })().catch((err: unknown) => {
       this.qosReady = undefined;
       throw err;
@@ -161,35 +373,59 @@ export class PodCgroupManager {
     return this.qosReady;
   }
 
-  /** Creates the pod's cgroup at `path` (e.g. /kubepods/burstable/pod<uid>) and applies its settings. */
+  /**
+   * kubelet's enforceNodeAllocatableCgroups: the kubepods cgroup gets the node's allocatable (capacity minus
+   * systemReserved and kubeReserved) with enforceNodeAllocatable [pods], else the capacity: cpu as shares (weight),
+   * memory as its limit. Creates the QoS cgroups when they are missing.
+   */
+  async limitKubepods(settings: PodCgroupSettings): Promise<void> {
+    this.kubepods = settings;
+    await this.ensureQosCgroups();
+    const [kubepods = '/kubepods'] = this.qosPaths;
+    await Promise.all(this.managed.map((h) => this.apply(h, this.dir(h, kubepods), settings)));
+  }
+
+  /**
+   * Creates the pod's cgroup named `path` (e.g. /kubepods/burstable/pod<uid>; a slice with the systemd driver) and
+   * writes its settings (after systemd too, as libcontainer does: its files then hold exactly kubelet's values).
+   */
   async ensurePod(path: string, settings: PodCgroupSettings): Promise<void> {
     await this.ensureQosCgroups();
     await Promise.all(
-      this.v1.map(async (h) => {
-        await this.createIn(h, path);
-        const dir = join(h.mountPoint, path);
-        if (this.has(h, 'cpu')) {
-          await writeControl(dir, 'cpu.shares', settings.cpuShares);
-          if (settings.cpuPeriod !== undefined && settings.cpuQuota !== undefined && settings.cpuQuota !== 0) {
-            await this.writeCfs(dir, settings.cpuPeriod, settings.cpuQuota);
-          }
-        }
-        if (this.has(h, 'memory') && settings.memoryLimitInBytes !== undefined && settings.memoryLimitInBytes > 0) {
-          await writeControl(dir, 'memory.limit_in_bytes', settings.memoryLimitInBytes);
-        }
+      this.managed.map(async (h) => {
+        await this.createIn(h, path, settings);
+        await this.apply(h, this.dir(h, path), settings);
       }),
     );
   }
 
+  /** Writes the settings a hierarchy holds into the cgroup `dir`: the v1 files of its controllers, or the unified ones. */
+  private async apply(h: CgroupHierarchy, dir: string, settings: PodCgroupSettings): Promise<void> {
+    if (h.version === 2) {
+      for (const [file, value] of unifiedControls(settings)) await this.fs.writeControl(join(dir, file), value);
+      return;
+    }
+    if (this.has(h, 'cpu')) {
+      await this.fs.writeControl(join(dir, 'cpu.shares'), String(settings.cpuShares));
+      if (settings.cpuPeriod !== undefined && settings.cpuQuota !== undefined && settings.cpuQuota !== 0) {
+        await this.writeCfs(dir, settings.cpuPeriod, settings.cpuQuota);
+      }
+    }
+    if (this.has(h, 'memory') && settings.memoryLimitInBytes !== undefined && settings.memoryLimitInBytes > 0) {
+      await this.fs.writeControl(join(dir, 'memory.limit_in_bytes'), String(settings.memoryLimitInBytes));
+    }
+  }
+
   // The kernel checks quota against the current period: one order of the two writes can be refused, the other not.
   private async writeCfs(dir: string, period: number, quota: number): Promise<void> {
+    const write = (file: string, value: number) => this.fs.writeControl(join(dir, file), String(value));
     try {
-      await writeControl(dir, 'cpu.cfs_period_us', period);
-      await writeControl(dir, 'cpu.cfs_quota_us', quota);
+      await write('cpu.cfs_period_us', period);
+      await write('cpu.cfs_quota_us', quota);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EINVAL') throw err;
-      await writeControl(dir, 'cpu.cfs_quota_us', quota);
-      await writeControl(dir, 'cpu.cfs_period_us', period);
+      await write('cpu.cfs_quota_us', quota);
+      await write('cpu.cfs_period_us', period);
     }
   }
 
@@ -198,8 +434,11 @@ export class PodCgroupManager {
     const uids = new Set<string>();
     for (const h of this.hierarchies) {
       for (const qos of this.qosPaths) {
-        const entries = await readdir(join(h.mountPoint, qos), { withFileTypes: true }).catch(() => []);
-        for (const e of entries) if (e.isDirectory() && e.name.startsWith(podCgroupPrefix)) uids.add(e.name.slice(podCgroupPrefix.length));
+        const names = await this.fs.subdirs(this.dir(h, qos)).catch(() => []);
+        for (const name of names) {
+          const uid = this.uidOfDir(qos, name);
+          if (uid) uids.add(uid);
+        }
       }
     }
     return uids;
@@ -213,7 +452,7 @@ export class PodCgroupManager {
   async removePod(uid: string, attempts = 10): Promise<void> {
     // All hierarchies at once; each settles (none is left half-removed in the background) before the first error is thrown.
     const results = await Promise.allSettled(
-      this.hierarchies.flatMap((h) => this.qosPaths.map((qos) => this.removeTree(join(h.mountPoint, qos, `${podCgroupPrefix}${uid}`), attempts))),
+      this.hierarchies.flatMap((h) => this.qosPaths.map((qos) => this.removeCgroup(join(this.dir(h, qos), this.podDirName(qos, uid)), attempts))),
     );
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed) throw failed.reason;
@@ -239,18 +478,27 @@ export class PodCgroupManager {
     return { removed, failed };
   }
 
+  /** Removes a pod's cgroup: the systemd driver stops its slice first (systemd then removes it), then what is left goes. */
+  private async removeCgroup(dir: string, attempts: number): Promise<void> {
+    if (this.systemd && (await this.exists(dir))) {
+      await this.systemd.stopUnit(basename(dir));
+      for (let waited = 0; waited < sliceTimeoutMs && (await this.exists(dir)); waited += 50) await sleep(50);
+    }
+    await this.removeTree(dir, attempts);
+  }
+
   private async removeTree(dir: string, attempts: number): Promise<void> {
-    let entries;
+    let children;
     try {
-      entries = await readdir(dir, { withFileTypes: true });
+      children = await this.fs.subdirs(dir);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
       throw err;
     }
-    for (const e of entries) if (e.isDirectory()) await this.removeTree(join(dir, e.name), attempts);
+    for (const name of children) await this.removeTree(join(dir, name), attempts);
     for (let attempt = 1; ; attempt++) {
       try {
-        await rmdir(dir);
+        await this.fs.rmdir(dir);
         return;
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code;
@@ -265,7 +513,7 @@ export class PodCgroupManager {
   }
 
   private async killProcesses(dir: string): Promise<void> {
-    const procs = await readFile(join(dir, 'cgroup.procs'), 'utf8').catch(() => '');
+    const procs = await this.fs.readFile(join(dir, 'cgroup.procs')).catch(() => '');
     for (const pid of procs.split('\n').map(Number).filter((p) => Number.isInteger(p) && p > 0)) {
       try {
         process.kill(pid, 'SIGKILL');

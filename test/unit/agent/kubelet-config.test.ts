@@ -171,6 +171,10 @@ test('cluster DNS, resolver, cgroup, swap, image GC and healthz settings', () =>
   expect(() => parse('cgroupDriver: cgroupv2\n')).toThrow('cgroupDriver: must be one of cgroupfs, systemd, not "cgroupv2"');
   expect(() => parse('cgroupRoot: kubelet\n')).toThrow('cgroupRoot: must be an absolute cgroup path');
   expect(parse('cgroupRoot: ""\n').cgroupRoot).toBe('/');
+  expect(parse('enforceNodeAllocatable: [pods]\n').enforceNodeAllocatable).toEqual(['pods']);
+  expect(parse('enforceNodeAllocatable: [none]\n').enforceNodeAllocatable).toEqual([]);
+  expect(() => parse('enforceNodeAllocatable: [pods, everything]\n')).toThrow('enforceNodeAllocatable: invalid option "everything"');
+  expect(() => parse('enforceNodeAllocatable: [none, pods]\n')).toThrow('enforceNodeAllocatable: "none" cannot be combined with other options');
   expect(() => parse('failSwapOn: 1\n')).toThrow('failSwapOn: must be true or false, not 1');
   expect(() => parse('imageGCHighThresholdPercent: 101\n')).toThrow('imageGCHighThresholdPercent: must be at most 100, not 101');
   expect(() => parse('imageGCLowThresholdPercent: -1\n')).toThrow('imageGCLowThresholdPercent: must be at least 0, not -1');

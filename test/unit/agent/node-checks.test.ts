@@ -25,12 +25,22 @@ describe('the cgroup driver', () => {
     expect(cgroupDriverFromStatusInfo({ config: 'not json' })).toBeUndefined();
   });
 
-  test("the runtime's driver wins over the configuration (KubeletCgroupDriverFromCRI); systemd is refused naming the field", () => {
-    expect(effectiveCgroupDriver('systemd', 'cgroupfs')).toBe('cgroupfs');
-    expect(effectiveCgroupDriver('cgroupfs', undefined)).toBe('cgroupfs');
-    expect(() => effectiveCgroupDriver('cgroupfs', 'systemd')).toThrow(AgentConfigError);
-    expect(() => effectiveCgroupDriver('cgroupfs', 'systemd')).toThrow(/^cgroupDriver: systemd \(the container runtime's: SystemdCgroup = true\) is not supported/);
-    expect(() => effectiveCgroupDriver('systemd', undefined)).toThrow(/^cgroupDriver: systemd \(--config\) is not supported/);
+  test("the runtime's driver wins over the configuration (KubeletCgroupDriverFromCRI); systemd without systemd or cgroup v2 is refused naming the field", () => {
+    const v2 = { systemdRunning: true, unified: true };
+    expect(effectiveCgroupDriver('systemd', 'cgroupfs', v2)).toBe('cgroupfs');
+    expect(effectiveCgroupDriver('cgroupfs', undefined, v2)).toBe('cgroupfs');
+    expect(effectiveCgroupDriver('cgroupfs', 'systemd', v2)).toBe('systemd');
+    expect(effectiveCgroupDriver('systemd', undefined, v2)).toBe('systemd');
+    // This machine's kind: cgroup v1 without systemd.
+    const v1 = { systemdRunning: false, unified: false };
+    expect(effectiveCgroupDriver('systemd', 'cgroupfs', v1)).toBe('cgroupfs');
+    expect(() => effectiveCgroupDriver('cgroupfs', 'systemd', v1)).toThrow(AgentConfigError);
+    expect(() => effectiveCgroupDriver('cgroupfs', 'systemd', v1)).toThrow(
+      /^cgroupDriver: systemd \(the container runtime's: SystemdCgroup = true\) cannot be used: systemd is not running as PID 1/,
+    );
+    expect(() => effectiveCgroupDriver('systemd', undefined, { systemdRunning: true, unified: false })).toThrow(
+      /^cgroupDriver: systemd \(--config\) cannot be used: nodelet implements it on cgroup v2 hosts only/,
+    );
   });
 });
 

@@ -2,7 +2,19 @@
 import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PodCgroupManager, parseCgroupMounts, type CgroupHierarchy } from '../../../src/host/cgroups.js';
+import {
+  PodCgroupManager,
+  cpuWeightFromShares,
+  sliceProperties,
+  systemdCgroupPath,
+  type SliceSpec,
+  type SystemdUnits,
+  parseCgroupMounts,
+  subtreeControlWrite,
+  unifiedControls,
+  type CgroupHierarchy,
+} from '../../../src/host/cgroups.js';
+import { InMemoryCgroupFs } from '../fakes/in-memory-cgroupfs.js';
 
 const hybridMountinfo = `31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
 32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu
@@ -113,5 +125,151 @@ describe("PodCgroupManager under a cgroupRoot (kubelet's cgroupRoot, kind's /kub
     await manager.removePod('aaa');
     expect(await readdir(join(root, 'pids/kubelet/kubepods/burstable'))).toEqual([]);
     expect(await readdir(join(root, 'pids/kubepods'))).toEqual(['podelsewhere']);
+  });
+});
+
+describe('cgroup v2: kubelet conversions', () => {
+  test('cpu.weight from cpu.shares (1 + ((shares - 2) * 9999) / 262142, integer)', () => {
+    expect(cpuWeightFromShares(2)).toBe(1);
+    expect(cpuWeightFromShares(102)).toBe(4); // 100m
+    expect(cpuWeightFromShares(1024)).toBe(39); // 1 cpu
+    expect(cpuWeightFromShares(262144)).toBe(10000);
+    expect(cpuWeightFromShares(0)).toBe(0);
+  });
+
+  test('control files: cpu.weight, cpu.max "quota period" only with a quota, memory.max only with a limit', () => {
+    expect(unifiedControls({ cpuShares: 256, cpuQuota: 25_000, cpuPeriod: 100_000, memoryLimitInBytes: 64 * 1024 * 1024 })).toEqual([
+      ['cpu.weight', '10'],
+      ['cpu.max', '25000 100000'],
+      ['memory.max', '67108864'],
+    ]);
+    expect(unifiedControls({ cpuShares: 2 })).toEqual([['cpu.weight', '1']]);
+    expect(unifiedControls({ cpuShares: 1024, cpuQuota: 0, cpuPeriod: 100_000, memoryLimitInBytes: 0 })).toEqual([['cpu.weight', '39']]);
+  });
+
+  test('subtree_control enables the offered controllers pods need that are not enabled yet', () => {
+    expect(subtreeControlWrite('cpuset cpu io memory hugetlb pids rdma misc', '')).toBe('+cpuset +cpu +io +memory +hugetlb +pids');
+    expect(subtreeControlWrite('cpu memory pids', 'memory pids')).toBe('+cpu');
+    expect(subtreeControlWrite('cpu memory', 'cpu memory')).toBeUndefined();
+  });
+});
+
+describe('PodCgroupManager on a cgroup v2 host', () => {
+  const mount = '/sys/fs/cgroup';
+  const unified: CgroupHierarchy[] = [{ mountPoint: mount, version: 2, controllers: [] }];
+  const setup = (cgroupRoot = '/') => {
+    const fs = new InMemoryCgroupFs(mount, ['cpuset', 'cpu', 'io', 'memory', 'hugetlb', 'pids', 'rdma', 'misc']);
+    return { fs, manager: new PodCgroupManager(unified, cgroupRoot, fs) };
+  };
+
+  test('pod cgroups under kubepods/<qos> with the limits in v2 files, controllers enabled on the way down', async () => {
+    const { fs, manager } = setup();
+    expect(manager.unified).toBe(true);
+    await manager.ensurePod('/kubepods/burstable/podaaa', { cpuShares: 102, cpuQuota: 25_000, cpuPeriod: 100_000, memoryLimitInBytes: 67_108_864 });
+    await manager.ensurePod('/kubepods/podggg', { cpuShares: 512, cpuQuota: 50_000, cpuPeriod: 100_000, memoryLimitInBytes: 33_554_432 });
+    await manager.ensurePod('/kubepods/besteffort/podbbb', { cpuShares: 2 });
+    const pod = `${mount}/kubepods/burstable/podaaa`;
+    expect([fs.read(`${pod}/cpu.weight`), fs.read(`${pod}/cpu.max`), fs.read(`${pod}/memory.max`)]).toEqual(['4', '25000 100000', '67108864']);
+    expect([fs.read(`${mount}/kubepods/podggg/cpu.max`), fs.read(`${mount}/kubepods/podggg/memory.max`)]).toEqual(['50000 100000', '33554432']);
+    // BestEffort pods share the minimum weight; a BestEffort pod gets no limit.
+    expect(fs.read(`${mount}/kubepods/besteffort/cpu.weight`)).toBe('1');
+    expect(fs.read(`${mount}/kubepods/besteffort/podbbb/memory.max`)).toBe('max');
+    // The pods' containers (created by runc under the pod) get every controller kubelet's do; rdma and misc stay off.
+    for (const dir of [mount, `${mount}/kubepods`, `${mount}/kubepods/burstable`]) {
+      expect(fs.read(`${dir}/cgroup.subtree_control`)).toBe('cpuset cpu io memory hugetlb pids');
+    }
+    expect([...(await manager.podUids())].sort()).toEqual(['aaa', 'bbb', 'ggg']);
+    await manager.removePod('aaa');
+    expect(fs.dirs.has(pod)).toBe(false);
+    expect((await manager.garbageCollect((uid) => uid === 'ggg')).removed).toEqual(['bbb']);
+    expect([...(await manager.podUids())]).toEqual(['ggg']);
+  });
+
+  test('under a cgroupRoot that must exist, with controllers already enabled left as they are', async () => {
+    const { fs, manager } = setup('/kubelet');
+    expect(await manager.missingRoot()).toEqual([`${mount}/kubelet`]);
+    await fs.writeControl(`${mount}/cgroup.subtree_control`, '+memory +pids');
+    await fs.mkdir(`${mount}/kubelet`);
+    expect(await manager.missingRoot()).toEqual([]);
+    await manager.ensurePod('/kubelet/kubepods/burstable/podaaa', { cpuShares: 1024, memoryLimitInBytes: 1_048_576 });
+    expect(fs.read(`${mount}/cgroup.subtree_control`)).toBe('memory pids cpuset cpu io hugetlb');
+    expect(fs.read(`${mount}/kubelet/kubepods/burstable/podaaa/cpu.weight`)).toBe('39');
+    expect(fs.read(`${mount}/kubelet/kubepods/burstable/podaaa/memory.max`)).toBe('1048576');
+    expect(fs.dirs.has(`${mount}/kubepods`)).toBe(false);
+  });
+
+  test("node allocatable enforced on kubepods: cpu weight from the allocatable cpu's shares, memory.max", async () => {
+    const { fs, manager } = setup();
+    await manager.limitKubepods({ cpuShares: 2048, memoryLimitInBytes: 8 * 1024 ** 3 });
+    expect([fs.read(`${mount}/kubepods/cpu.weight`), fs.read(`${mount}/kubepods/memory.max`)]).toEqual(['79', String(8 * 1024 ** 3)]);
+    expect(fs.dirs.has(`${mount}/kubepods/burstable`)).toBe(true);
+  });
+});
+
+describe('the systemd cgroup driver', () => {
+  test("kubelet's slice names: each component a slice named by the path so far, dashes escaped", () => {
+    expect(systemdCgroupPath('/kubepods')).toBe('/kubepods.slice');
+    expect(systemdCgroupPath('/kubepods/burstable/pod1a-2b')).toBe('/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1a_2b.slice');
+    expect(systemdCgroupPath('/kubepods/podx')).toBe('/kubepods.slice/kubepods-podx.slice');
+    expect(systemdCgroupPath('/')).toBe('/');
+  });
+
+  test('transient slice properties: wanted by the parent, accounting, limits in systemd units, no Delegate (refused for slices)', () => {
+    const props = sliceProperties({
+      unit: 'kubepods-burstable-podx.slice',
+      parent: 'kubepods-burstable.slice',
+      settings: { cpuShares: 102, cpuQuota: 25_000, cpuPeriod: 100_000, memoryLimitInBytes: 67_108_864 },
+    });
+    expect(props).toEqual(
+      expect.arrayContaining([
+        ['Wants', 'as', '1', 'kubepods-burstable.slice'],
+        ['DefaultDependencies', 'b', 'false'],
+        ['CPUWeight', 't', '4'],
+        ['CPUQuotaPerSecUSec', 't', '250000'],
+        ['CPUQuotaPeriodUSec', 't', '100000'],
+        ['MemoryMax', 't', '67108864'],
+      ]),
+    );
+    expect(props.map((p) => p[0])).not.toContain('Delegate');
+    expect(sliceProperties({ unit: 'kubepods.slice' }).map((p) => p[0])).not.toContain('Wants');
+  });
+
+  test('QoS and pod slices started through systemd, their files written, stopped with the pod and as orphans', async () => {
+    const mount = '/sys/fs/cgroup';
+    const fs = new InMemoryCgroupFs(mount, ['cpuset', 'cpu', 'io', 'memory', 'hugetlb', 'pids']);
+    const started: SliceSpec[] = [];
+    const stopped: string[] = [];
+    // As systemd: a started slice gets its cgroup (its parent enabling the controllers), a stopped one loses it.
+    const systemd: SystemdUnits = {
+      async startSlice(spec) {
+        started.push(spec);
+        const path = systemdCgroupPath(spec.unit.replace(/\.slice$/, '').split('-').join('/'));
+        const parent = path.split('/').slice(0, -1).join('/') || mount;
+        await fs.writeControl(`${parent === mount ? mount : mount + parent}/cgroup.subtree_control`, '+cpu +memory +pids').catch(() => undefined);
+        await fs.mkdir(`${mount}${path}`).catch(() => undefined);
+      },
+      async stopUnit(unit) {
+        stopped.push(unit);
+        await fs.rmdir(`${mount}${systemdCgroupPath(unit.replace(/\.slice$/, '').split('-').join('/'))}`).catch(() => undefined);
+      },
+    };
+    const manager = new PodCgroupManager([{ mountPoint: mount, version: 2, controllers: [] }], '/', fs, systemd);
+    await manager.ensurePod('/kubepods/burstable/poda1', { cpuShares: 102, cpuQuota: 25_000, cpuPeriod: 100_000, memoryLimitInBytes: 67_108_864 });
+    expect(started.map((s) => [s.unit, s.parent])).toEqual([
+      ['kubepods.slice', undefined],
+      ['kubepods-burstable.slice', 'kubepods.slice'],
+      ['kubepods-besteffort.slice', 'kubepods.slice'],
+      ['kubepods-burstable-poda1.slice', 'kubepods-burstable.slice'],
+    ]);
+    const pod = `${mount}/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-poda1.slice`;
+    expect([fs.read(`${pod}/cpu.max`), fs.read(`${pod}/memory.max`), fs.read(`${pod}/cpu.weight`)]).toEqual(['25000 100000', '67108864', '4']);
+    expect(fs.read(`${mount}/kubepods.slice/kubepods-besteffort.slice/cpu.weight`)).toBe('1');
+    await manager.ensurePod('/kubepods/besteffort/podb2', { cpuShares: 2 });
+    expect([...(await manager.podUids())].sort()).toEqual(['a1', 'b2']);
+    await manager.removePod('a1');
+    expect(stopped).toEqual(['kubepods-burstable-poda1.slice']);
+    expect(fs.dirs.has(pod)).toBe(false);
+    expect((await manager.garbageCollect(() => false)).removed).toEqual(['b2']);
+    expect(stopped).toEqual(['kubepods-burstable-poda1.slice', 'kubepods-besteffort-podb2.slice']);
   });
 });

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# guest.sh OUT: the VM test inside the Debian 12 guest, started at every boot by the image's nodelet-vm-test.service
+# (scripts/vm.sh). OUT is the host's directory shared in: OUT/args holds the run's arguments (--cgroup-driver D),
+# results and logs go there. First boot: provision as Vagrant does (vagrant/provision.sh), the smoke suite, reboot.
+# Second boot: the smoke suite's after-reboot checks, the journals, OUT/done, power off.
+set -uo pipefail
+OUT=$1
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)
+STATE=/var/lib/nodelet-vm-test
+NODE=$REPO/node_modules/node/bin/node
+mkdir -p "$STATE"
+exec > >(tee -a "$OUT/guest.log") 2>&1
+
+DRIVER=cgroupfs
+EXEC=""
+mapfile -t args <"$OUT/args"
+set -- "${args[@]}"
+while (($#)); do
+  case $1 in
+    --cgroup-driver) DRIVER=$2; shift 2 ;;
+    # For developing in the guest: run this script (a path in the project) instead of the suite, then power off.
+    --exec) EXEC=$2; shift 2 ;;
+    *) shift ;;
+  esac
+done
+
+say() { printf '[guest %s] %s\n' "$(date -u +%T)" "$*"; }
+
+finish() {
+  say "collecting journals and powering off"
+  journalctl -u nodelet.service --no-pager -o cat >"$OUT/nodelet-journal.log" 2>&1
+  journalctl -u nodelet-containerd.service --no-pager >"$OUT/containerd-journal.log" 2>&1
+  journalctl -b -1 -u nodelet.service --no-pager -o cat >"$OUT/nodelet-journal-previous-boot.log" 2>&1
+  journalctl --no-pager -p warning >"$OUT/journal-warnings.log" 2>&1
+  touch "$OUT/done"
+  sync
+  # Everything is in OUT: no need to stop each unit on the way down.
+  systemctl poweroff --force
+  exit 0
+}
+
+if [[ -n $EXEC ]]; then
+  bash "$REPO/$EXEC" "$OUT" || say "$EXEC exited with $?"
+  finish
+fi
+phase=$(cat "$STATE/phase" 2>/dev/null || echo first)
+say "phase $phase, cgroup driver $DRIVER, $(stat -fc %T /sys/fs/cgroup) on /sys/fs/cgroup, kernel $(uname -r)"
+case $phase in
+  first)
+    t0=$SECONDS
+    if ! bash "$REPO/vagrant/provision.sh" --cgroup-driver "$DRIVER" --manifests "$REPO/test/vm/manifests"; then
+      echo "FAIL first/provision: vagrant/provision.sh failed (guest.log)" >>"$OUT/results"
+      finish
+    fi
+    echo "PASS first/provision: in $((SECONDS - t0)) s" >>"$OUT/results"
+    "$NODE" "$REPO/dist/test/vm/smoke.js" first "$OUT/results" "$DRIVER" || say "smoke suite exited with $?"
+    journalctl -u nodelet.service --no-pager -o cat >"$OUT/nodelet-journal-before-reboot.log" 2>&1
+    echo rebooted >"$STATE/phase"
+    say "rebooting"
+    sync
+    systemctl reboot
+    ;;
+  rebooted)
+    "$NODE" "$REPO/dist/test/vm/smoke.js" rebooted "$OUT/results" "$DRIVER" || say "smoke suite exited with $?"
+    finish
+    ;;
+esac
