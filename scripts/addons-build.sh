@@ -10,18 +10,8 @@ script=$(realpath "$0")
 cd "$(dirname "$script")/.."
 repo=$PWD
 
-go=${GO:-}
-if [ -z "$go" ]; then
-  if command -v go >/dev/null 2>&1; then go=$(command -v go); elif [ -x /usr/local/go/bin/go ]; then go=/usr/local/go/bin/go; fi
-fi
-if [ -z "$go" ] || ! "$go" version >/dev/null 2>&1; then
-  echo "addons-build: no Go toolchain found (not on PATH, not at /usr/local/go/bin/go)." >&2
-  exit 1
-fi
-
-cache=${NODELET_CACHE:-/var/cache/nodelet}
-export GOMODCACHE=$cache/go/mod GOCACHE=$cache/go/build
-export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS="-mod=readonly -buildvcs=false" GOWORK=off
+tag=addons-build
+. "$repo/scripts/go-env.sh"
 
 # name|module dir under kube/|module path|main package|ldflags beyond -s -w
 addons=(
@@ -38,7 +28,7 @@ for entry in "${addons[@]}"; do
   version=$(awk -v m="$module" '($1 == m && $2 ~ /^v/) { print $2 } ($1 == "require" && $2 == m) { print $3 }' "kube/$dir/go.mod")
   if [ -z "$version" ]; then echo "addons-build: kube/$dir/go.mod does not require $module" >&2; exit 1; fi
   out=$cache/addons/$name/$version
-  stamp=$({ cat "kube/$dir/go.mod" "kube/$dir/go.sum" "$script"; "$go" version; } | sha256sum | cut -d' ' -f1)
+  stamp=$({ cat "kube/$dir/go.mod" "kube/$dir/go.sum" "$script" scripts/go-env.sh; "$go" version; } | sha256sum | cut -d' ' -f1)
   if [ -x "$out/$name" ] && [ "$(cat "$out/.stamp" 2>/dev/null)" = "$stamp" ]; then
     echo "addons-build: $name $version is up to date in $out" >&2
   else

@@ -10,19 +10,8 @@ script=$(realpath "$0")
 cd "$(dirname "$script")/.."
 repo=$PWD
 
-go=${GO:-}
-if [ -z "$go" ]; then
-  if command -v go >/dev/null 2>&1; then go=$(command -v go); elif [ -x /usr/local/go/bin/go ]; then go=/usr/local/go/bin/go; fi
-fi
-if [ -z "$go" ] || ! "$go" version >/dev/null 2>&1; then
-  echo "kube-build: no Go toolchain found (not on PATH, not at /usr/local/go/bin/go)." >&2
-  echo "kube-build: Go >= 1.23 is part of this project's machine kind; install it there, then run this again." >&2
-  exit 1
-fi
-
-cache=${NODELET_CACHE:-/var/cache/nodelet}
-export GOMODCACHE=$cache/go/mod GOCACHE=$cache/go/build
-export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS="-mod=readonly -buildvcs=false" GOWORK=off
+tag=kube-build
+. "$repo/scripts/go-env.sh"
 
 k8s_version=$(awk '($1 == "k8s.io/kubernetes" && $2 ~ /^v1\./) { print $2 } ($1 == "require" && $2 == "k8s.io/kubernetes") { print $3 }' kube/go.mod)
 if [ -z "$k8s_version" ]; then echo "kube-build: kube/go.mod does not require k8s.io/kubernetes" >&2; exit 1; fi
@@ -38,7 +27,7 @@ etcd_pkg=go.etcd.io/etcd/server/v3
 names=("${k8s_names[@]}" etcd)
 
 # The stamp names everything the binaries depend on: the pinned modules, this script and the Go version.
-stamp=$({ cat kube/go.mod kube/go.sum kube/etcd/go.mod kube/etcd/go.sum "$script"; "$go" version; } | sha256sum | cut -d' ' -f1)
+stamp=$({ cat kube/go.mod kube/go.sum kube/etcd/go.mod kube/etcd/go.sum "$script" scripts/go-env.sh; "$go" version; } | sha256sum | cut -d' ' -f1)
 
 up_to_date() {
   [ -f "$bin/.stamp" ] && [ "$(cat "$bin/.stamp")" = "$stamp" ] || return 1
