@@ -322,3 +322,71 @@ export interface ImageService {
   listImages(opts?: CallOptions): Promise<Image[]>;
   removeImage(image: string, opts?: CallOptions): Promise<void>;
 }
+
+// ---- stats (ListContainerStats, ListPodSandboxStats, ImageFsInfo) ----
+// Timestamps stay in nanoseconds here (statsapi reports them); a value the runtime left unset is undefined.
+
+export interface CpuUsage {
+  timestampNs: number;
+  usageCoreNanoSeconds?: number;
+  usageNanoCores?: number;
+}
+
+export interface MemoryUsage {
+  timestampNs: number;
+  workingSetBytes?: number;
+  availableBytes?: number;
+  usageBytes?: number;
+  rssBytes?: number;
+  pageFaults?: number;
+  majorPageFaults?: number;
+}
+
+export interface FilesystemUsage {
+  timestampNs: number;
+  mountpoint: string;
+  usedBytes?: number;
+  inodesUsed?: number;
+}
+
+export interface ContainerStats {
+  id: string;
+  metadata: ContainerMetadata;
+  labels: KeyValueMap;
+  annotations: KeyValueMap;
+  cpu?: CpuUsage;
+  memory?: MemoryUsage;
+  writableLayer?: FilesystemUsage;
+}
+
+export interface NetworkInterfaceUsage {
+  name: string;
+  rxBytes?: number;
+  rxErrors?: number;
+  txBytes?: number;
+  txErrors?: number;
+}
+
+export interface PodSandboxStats {
+  id: string;
+  metadata: PodSandboxMetadata;
+  labels: KeyValueMap;
+  annotations: KeyValueMap;
+  cpu?: CpuUsage;
+  memory?: MemoryUsage;
+  network?: { timestampNs: number; defaultInterface?: NetworkInterfaceUsage; interfaces: NetworkInterfaceUsage[] };
+  process?: { timestampNs: number; processCount?: number };
+  containers: ContainerStats[];
+}
+
+export interface ImageFsInfo {
+  imageFilesystems: FilesystemUsage[];
+  containerFilesystems: FilesystemUsage[];
+}
+
+/** The CRI's resource usage calls (kubelet's CRI stats provider). */
+export interface StatsService {
+  listContainerStats(filter?: { id?: string; podSandboxId?: string; labelSelector?: KeyValueMap }, opts?: CallOptions): Promise<ContainerStats[]>;
+  listPodSandboxStats(filter?: { id?: string; labelSelector?: KeyValueMap }, opts?: CallOptions): Promise<PodSandboxStats[]>;
+  imageFsInfo(opts?: CallOptions): Promise<ImageFsInfo>;
+}
