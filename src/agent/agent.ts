@@ -5,6 +5,9 @@ import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { LogEventRecorder } from '../controllers/event-recorder.js';
 import { CriClient } from '../cri/client.js';
+import { instrumentRuntime } from '../cri/instrumented.js';
+import { KubeletMetrics } from '../server/metrics.js';
+import { PodStartupLatencyTracker } from '../execution/pod-startup-latency.js';
 import { bridgeNames, hostLocalSubnets, loadPodNetworks } from '../cni/conflist.js';
 import { CniExecutor } from '../cni/executor.js';
 import { PodNetwork } from '../cni/pod-network.js';
@@ -95,7 +98,9 @@ export class Agent {
     if (missingRoot.length > 0) {
       throw new AgentConfigError(`cgroupRoot: invalid configuration: cgroup "${config.kubelet.cgroupRoot}" does not exist: ${missingRoot.join(', ')}`);
     }
-    const runtime = new CriClient(config.runtimeEndpoint, { requestTimeoutMs: config.runtimeRequestTimeoutMs });
+    const node = nodeName(config.hostnameOverride);
+    const metrics = new KubeletMetrics(node, clock.now);
+    const runtime = instrumentRuntime(new CriClient(config.runtimeEndpoint, { requestTimeoutMs: config.runtimeRequestTimeoutMs }), metrics);
     // The runtime's driver, when it is up now (nodelet starts without a runtime; pods wait for it).
     const runtimeDriver = await runtime.statusInfo({ signal, timeoutMs: 2_000 }).then(cgroupDriverFromStatusInfo, (err: unknown) => {
       log.warn({ err }, 'Container runtime not reachable: using cgroupDriver from the configuration');
@@ -109,7 +114,6 @@ export class Agent {
       throw err;
     }
     await mkdir(config.rootDir, { recursive: true });
-    const node = nodeName(config.hostnameOverride);
     const nodeIP = await detectNodeIP(config.nodeIP);
 
     const networks = await loadPodNetworks(config.cniConfDir, config.podCIDR ? { podCidr: config.podCIDR } : {});
@@ -148,10 +152,13 @@ export class Agent {
     const events = cluster?.events ?? new LogEventRecorder(log, node, clock);
     // Before the workers: they tell it every change of their pods, for the status socket's watch.
     const api = new StatusApi(statusSocketPath(config.rootDir), () => workers.pods());
+    const startupLatency = new PodStartupLatencyTracker();
     const workers: PodWorkers = new PodWorkers({
       volumes,
       runtime,
-      images: new ImageManager(runtime, new Backoff(), clock.now, events),
+      images: new ImageManager(runtime, new Backoff(), clock.now, events, startupLatency),
+      metrics,
+      startupLatency,
       crashBackoff: new Backoff(),
       node: {
         podLogsDir: config.podLogsDir,
@@ -176,7 +183,7 @@ export class Agent {
         : {}),
       onPodChange: (uid, pod) => api.podChanged(uid, pod),
       events,
-      prober: new ProbeManager({ runtime, hostIP: () => nodeIP, hostIPs: cachedHostIPs(nodeIP, clock), log, events, clock }),
+      prober: new ProbeManager({ runtime, hostIP: () => nodeIP, hostIPs: cachedHostIPs(nodeIP, clock), log, events, clock, metrics }),
     });
     // One pod config in both modes merges the sources' pods and hands them to the workers. Cluster mode adds node
     // admission, the status manager and mirror pods; standalone admits every static pod, as before: a pod nodelet
@@ -207,6 +214,7 @@ export class Agent {
       ...(cluster ? { client: cluster.client } : {}),
       pods: () => workers.pods(),
       runtime,
+      metrics,
       syncLoopEntry: () => lastRelist,
       clock,
       log,
@@ -226,6 +234,7 @@ export class Agent {
       },
       log,
       clock,
+      metrics,
     );
     const announceRuntime = async () => {
       while (!signal.aborted) {
