@@ -316,6 +316,16 @@ export class KubeletServer {
     return list.sort((a, b) => b.createdAt - a.createdAt || b.metadata.attempt - a.metadata.attempt);
   }
 
+  /**
+   * The running instance of a container. kubelet looks among the running containers only: an unknown container and one
+   * that is not running are both `container not found`, a 500 (its error is no gRPC NotFound).
+   */
+  private async runningInstance(pod: V1Pod, containerName: string): Promise<Container> {
+    const running = specContainer(pod, containerName) ? (await this.instances(pod, containerName)).find((c) => c.state === 'CONTAINER_RUNNING') : undefined;
+    if (!running) throw new RequestError(500, `container not found ("${containerName}")`);
+    return running;
+  }
+
   /** exec / attach / portForward: the session URL the runtime gives for the request. */
   private async sessionUrl(kind: 'exec' | 'attach' | 'portForward', rest: string[], query: URLSearchParams): Promise<URL> {
     const [namespace, podName] = rest as [string, string];
@@ -332,9 +342,7 @@ export class KubeletServer {
     const containerName = rest[rest.length - 1]!;
     const streams = parseStreamOptions(query);
     const command = kind === 'exec' ? parseCommand(query) : [];
-    if (!specContainer(pod, containerName)) throw new RequestError(404, `container not found ("${containerName}")`);
-    const running = (await this.instances(pod, containerName)).find((c) => c.state === 'CONTAINER_RUNNING');
-    if (!running) throw new RequestError(404, `container not found ("${containerName}")`);
+    const running = await this.runningInstance(pod, containerName);
     const url = kind === 'exec'
       ? await this.opts.runtime.exec(running.id, command, streams)
       : await this.opts.runtime.attach(running.id, streams);
@@ -347,9 +355,7 @@ export class KubeletServer {
     const containerName = rest[rest.length - 1]!;
     const pod = this.pod(namespace, podName, rest.length === 4 ? rest[2] : undefined);
     if (!pod) throw new RequestError(404, 'pod does not exist');
-    if (!specContainer(pod, containerName)) throw new RequestError(404, `container not found ("${containerName}")`);
-    const running = (await this.instances(pod, containerName)).find((c) => c.state === 'CONTAINER_RUNNING');
-    if (!running) throw new RequestError(404, `container not found ("${containerName}")`);
+    const running = await this.runningInstance(pod, containerName);
     const cmd = (query.get('cmd') ?? '').split(/\s+/).filter(Boolean);
     if (cmd.length === 0) throw new RequestError(400, 'missing cmd');
     const result = await this.opts.runtime.execSync(running.id, cmd, 0);

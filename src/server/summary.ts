@@ -104,7 +104,7 @@ export class CpuRates {
     const before = this.previous.get(key) ?? this.current.get(key);
     this.current.set(key, { timeMs, usage });
     const dt = before ? timeMs - before.timeMs : 0;
-    const rate = before && dt > 0 && usage >= before.usage ? Math.round(((usage - before.usage) / dt) * 1e6) : undefined;
+    const rate = before && dt > 0 && usage >= before.usage ? Math.round(((usage - before.usage) / dt) * 1000) : undefined;
     return { timeMs, usageCoreNanoSeconds: usage, ...(rate !== undefined ? { usageNanoCores: rate } : {}) };
   }
 
