@@ -96,23 +96,10 @@ export class CgroupUsageReader {
       this.memory ? readText(join(this.memory, path, 'memory.limit_in_bytes')) : undefined,
     ]);
     if (cpu === undefined && usage === undefined) return undefined;
-    const s = parseKeyValues(stat ?? '');
-    const usageBytes = Number(usage ?? 0);
     const limitBytes = Number(limit ?? 0);
     return {
       ...(cpu !== undefined ? { cpuUsageNs: Number(cpu) } : {}),
-      ...(usage !== undefined
-        ? {
-            memory: {
-              usageBytes,
-              workingSetBytes: Math.max(0, usageBytes - (s.get('total_inactive_file') ?? 0)),
-              rssBytes: s.get('total_rss') ?? 0,
-              pageFaults: s.get('total_pgfault') ?? 0,
-              majorPageFaults: s.get('total_pgmajfault') ?? 0,
-              ...(limitBytes > 0 && limitBytes < unlimitedV1 ? { limitBytes } : {}),
-            },
-          }
-        : {}),
+      ...memoryUsage(usage, stat, limitBytes > 0 && limitBytes < unlimitedV1 ? limitBytes : undefined, v1StatKeys),
     };
   }
 
@@ -121,25 +108,31 @@ export class CgroupUsageReader {
     const [cpuStat, current, stat, max] = await Promise.all(['cpu.stat', 'memory.current', 'memory.stat', 'memory.max'].map((f) => readText(join(dir, f))));
     if (cpuStat === undefined && current === undefined) return undefined;
     const cpu = parseKeyValues(cpuStat ?? '');
-    const s = parseKeyValues(stat ?? '');
-    const usageBytes = Number(current ?? 0);
-    const limitBytes = max !== undefined && max.trim() !== 'max' ? Number(max) : undefined;
     return {
       ...(cpu.has('usage_usec') ? { cpuUsageNs: cpu.get('usage_usec')! * 1000 } : {}),
-      ...(current !== undefined
-        ? {
-            memory: {
-              usageBytes,
-              workingSetBytes: Math.max(0, usageBytes - (s.get('inactive_file') ?? 0)),
-              rssBytes: s.get('anon') ?? 0,
-              pageFaults: s.get('pgfault') ?? 0,
-              majorPageFaults: s.get('pgmajfault') ?? 0,
-              ...(limitBytes !== undefined ? { limitBytes } : {}),
-            },
-          }
-        : {}),
+      ...memoryUsage(current, stat, max !== undefined && max.trim() !== 'max' ? Number(max) : undefined, v2StatKeys),
     };
   }
+}
+
+/** The memory.stat keys of what kubelet reports, per cgroup version. */
+const v1StatKeys = { inactiveFile: 'total_inactive_file', rss: 'total_rss', pgfault: 'total_pgfault', pgmajfault: 'total_pgmajfault' };
+const v2StatKeys = { inactiveFile: 'inactive_file', rss: 'anon', pgfault: 'pgfault', pgmajfault: 'pgmajfault' };
+
+function memoryUsage(usage: string | undefined, stat: string | undefined, limitBytes: number | undefined, keys: typeof v1StatKeys): Pick<CgroupUsage, 'memory'> {
+  if (usage === undefined) return {};
+  const s = parseKeyValues(stat ?? '');
+  const usageBytes = Number(usage);
+  return {
+    memory: {
+      usageBytes,
+      workingSetBytes: Math.max(0, usageBytes - (s.get(keys.inactiveFile) ?? 0)),
+      rssBytes: s.get(keys.rss) ?? 0,
+      pageFaults: s.get(keys.pgfault) ?? 0,
+      majorPageFaults: s.get(keys.pgmajfault) ?? 0,
+      ...(limitBytes !== undefined ? { limitBytes } : {}),
+    },
+  };
 }
 
 /** The filesystem holding `path`: its size and free space and inodes (statfs, as cAdvisor). */
