@@ -27,7 +27,6 @@ export function changedPods(before: Map<string, string>, after: Map<string, stri
   return changed;
 }
 
-const sandboxStates: Record<string, ContainerStateLabel> = { SANDBOX_READY: 'running', SANDBOX_NOTREADY: 'exited' };
 const containerStates: Record<string, ContainerStateLabel> = {
   CONTAINER_CREATED: 'created',
   CONTAINER_RUNNING: 'running',
@@ -35,18 +34,13 @@ const containerStates: Record<string, ContainerStateLabel> = {
   CONTAINER_UNKNOWN: 'unknown',
 };
 
-/**
- * kubelet's running pods and containers gauges from a relist: pods with a ready sandbox, and the states of the pods'
- * containers, their sandboxes counted among them as kubelet counts them.
- */
+/** kubelet's running pods and containers gauges from a relist: pods with a ready sandbox, the pods' containers by state. */
 export function runtimeCounts(snapshot: NodeRuntimeSnapshot): { runningPods: number; containers: Record<ContainerStateLabel, number> } {
   const containers: Record<ContainerStateLabel, number> = { created: 0, running: 0, exited: 0, unknown: 0 };
   const running = new Set<string>();
   for (const s of snapshot.sandboxes) {
     const uid = s.labels[podUidLabel];
-    if (!uid) continue;
-    containers[sandboxStates[s.state] ?? 'unknown']++;
-    if (s.state === 'SANDBOX_READY') running.add(uid);
+    if (uid && s.state === 'SANDBOX_READY') running.add(uid);
   }
   for (const c of snapshot.containers) if (c.labels[podUidLabel]) containers[containerStates[c.state] ?? 'unknown']++;
   return { runningPods: running.size, containers };

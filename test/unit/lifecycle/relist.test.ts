@@ -196,7 +196,7 @@ test('run relists every period of the injected clock until its signal aborts', a
 });
 
 describe('runtimeCounts', () => {
-  test("pods with a ready sandbox, and the pods' containers by state with their sandboxes among them, as kubelet counts", () => {
+  test("pods with a ready sandbox, and the pods' containers by state (not their sandboxes), as kubelet counts", () => {
     const uid = (u: string) => ({ [podUidLabel]: u });
     const sandbox = (id: string, u: string, state: 'SANDBOX_READY' | 'SANDBOX_NOTREADY') =>
       ({ id, metadata: { name: id, uid: u, namespace: 'ns', attempt: 0 }, state, createdAt: 0, labels: uid(u), annotations: {}, runtimeHandler: '' });
@@ -206,6 +206,6 @@ describe('runtimeCounts', () => {
       sandboxes: [sandbox('s1', 'a', 'SANDBOX_READY'), sandbox('s0', 'a', 'SANDBOX_NOTREADY'), sandbox('s2', 'b', 'SANDBOX_NOTREADY'), sandbox('s3', 'c', 'SANDBOX_READY')],
       containers: [container('c1', 'a', 'CONTAINER_RUNNING'), container('c2', 'a', 'CONTAINER_EXITED'), container('c3', 'c', 'CONTAINER_CREATED'), container('x', undefined, 'CONTAINER_RUNNING')],
     });
-    expect(counts).toEqual({ runningPods: 2, containers: { created: 1, running: 3, exited: 3, unknown: 0 } });
+    expect(counts).toEqual({ runningPods: 2, containers: { created: 1, running: 1, exited: 1, unknown: 0 } });
   });
 });
