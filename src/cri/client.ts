@@ -33,8 +33,6 @@ import type {
   FilesystemUsage,
   ImageFsInfo,
   MemoryUsage,
-  NetworkInterfaceUsage,
-  PodSandboxStats,
 } from './types.js';
 
 // dist/src/cri/client.js -> <repo>/proto (the same relative path holds for src/cri/client.ts).
@@ -324,33 +322,6 @@ export class CriClient implements RuntimeService, ImageService, StreamingService
     return r.stats.map(fromWireContainerStats);
   }
 
-  async listPodSandboxStats(filter?: { id?: string; labelSelector?: KeyValueMap }, opts?: CallOptions): Promise<PodSandboxStats[]> {
-    const r = await this.call<{ stats: WirePodSandboxStats[] }>('ListPodSandboxStats', { filter }, this.timeouts.readTimeoutMs, opts);
-    return r.stats.map((s) => {
-      const linux = s.linux;
-      const network = linux?.network;
-      return {
-        id: s.attributes?.id ?? '',
-        metadata: sandboxMetadata(s.attributes?.metadata ?? null),
-        labels: s.attributes?.labels ?? {},
-        annotations: s.attributes?.annotations ?? {},
-        ...(linux?.cpu ? { cpu: fromWireCpu(linux.cpu) } : {}),
-        ...(linux?.memory ? { memory: fromWireMemory(linux.memory) } : {}),
-        ...(network
-          ? {
-              network: {
-                timestampNs: Number(network.timestamp),
-                ...(network.defaultInterface ? { defaultInterface: fromWireInterface(network.defaultInterface) } : {}),
-                interfaces: network.interfaces.map(fromWireInterface),
-              },
-            }
-          : {}),
-        ...(linux?.process ? { process: { timestampNs: Number(linux.process.timestamp), ...uint64('processCount', linux.process.processCount) } } : {}),
-        containers: (linux?.containers ?? []).map(fromWireContainerStats),
-      };
-    });
-  }
-
   async imageFsInfo(opts?: CallOptions): Promise<ImageFsInfo> {
     const r = await this.call<{ imageFilesystems: WireFilesystemUsage[]; containerFilesystems: WireFilesystemUsage[] }>('ImageFsInfo', {}, this.timeouts.readTimeoutMs, opts);
     return { imageFilesystems: r.imageFilesystems.map(fromWireFs), containerFilesystems: r.containerFilesystems.map(fromWireFs) };
@@ -585,29 +556,10 @@ interface WireFilesystemUsage {
 }
 
 interface WireContainerStats {
-  attributes: { id: string; metadata: { name: string; attempt: number } | null; labels: KeyValueMap; annotations: KeyValueMap } | null;
+  attributes: { id: string; metadata: { name: string; attempt: number } | null } | null;
   cpu: WireCpuUsage | null;
   memory: WireMemoryUsage | null;
   writableLayer: WireFilesystemUsage | null;
-}
-
-interface WireInterfaceUsage {
-  name: string;
-  rxBytes: WireUInt64;
-  rxErrors: WireUInt64;
-  txBytes: WireUInt64;
-  txErrors: WireUInt64;
-}
-
-interface WirePodSandboxStats {
-  attributes: { id: string; metadata: PodSandboxMetadata | null; labels: KeyValueMap; annotations: KeyValueMap } | null;
-  linux: {
-    cpu: WireCpuUsage | null;
-    memory: WireMemoryUsage | null;
-    network: { timestamp: Int64; defaultInterface: WireInterfaceUsage | null; interfaces: WireInterfaceUsage[] } | null;
-    process: { timestamp: Int64; processCount: WireUInt64 } | null;
-    containers: WireContainerStats[];
-  } | null;
 }
 
 /** An optional CRI UInt64Value as an optional field: { key: n } when the runtime set it, {} when not. */
@@ -635,16 +587,10 @@ function fromWireFs(f: WireFilesystemUsage): FilesystemUsage {
   return { timestampNs: Number(f.timestamp), mountpoint: f.fsId?.mountpoint ?? '', ...uint64('usedBytes', f.usedBytes), ...uint64('inodesUsed', f.inodesUsed) };
 }
 
-function fromWireInterface(i: WireInterfaceUsage): NetworkInterfaceUsage {
-  return { name: i.name, ...uint64('rxBytes', i.rxBytes), ...uint64('rxErrors', i.rxErrors), ...uint64('txBytes', i.txBytes), ...uint64('txErrors', i.txErrors) };
-}
-
 function fromWireContainerStats(s: WireContainerStats): ContainerStats {
   return {
     id: s.attributes?.id ?? '',
     metadata: containerMetadata(s.attributes?.metadata ?? null),
-    labels: s.attributes?.labels ?? {},
-    annotations: s.attributes?.annotations ?? {},
     ...(s.cpu ? { cpu: fromWireCpu(s.cpu) } : {}),
     ...(s.memory ? { memory: fromWireMemory(s.memory) } : {}),
     ...(s.writableLayer ? { writableLayer: fromWireFs(s.writableLayer) } : {}),

@@ -23,7 +23,6 @@ const operationTypes: Record<string, string> = {
   attach: 'attach',
   portForward: 'port_forward',
   listContainerStats: 'list_container_stats',
-  listPodSandboxStats: 'list_podsandbox_stats',
   imageFsInfo: 'image_fs_info',
   listImages: 'list_images',
   imageStatus: 'image_status',

@@ -323,7 +323,7 @@ export interface ImageService {
   removeImage(image: string, opts?: CallOptions): Promise<void>;
 }
 
-// ---- stats (ListContainerStats, ListPodSandboxStats, ImageFsInfo) ----
+// ---- stats (ListContainerStats, ImageFsInfo) ----
 // Timestamps stay in nanoseconds here (statsapi reports them); a value the runtime left unset is undefined.
 
 export interface CpuUsage {
@@ -352,31 +352,9 @@ export interface FilesystemUsage {
 export interface ContainerStats {
   id: string;
   metadata: ContainerMetadata;
-  labels: KeyValueMap;
-  annotations: KeyValueMap;
   cpu?: CpuUsage;
   memory?: MemoryUsage;
   writableLayer?: FilesystemUsage;
-}
-
-export interface NetworkInterfaceUsage {
-  name: string;
-  rxBytes?: number;
-  rxErrors?: number;
-  txBytes?: number;
-  txErrors?: number;
-}
-
-export interface PodSandboxStats {
-  id: string;
-  metadata: PodSandboxMetadata;
-  labels: KeyValueMap;
-  annotations: KeyValueMap;
-  cpu?: CpuUsage;
-  memory?: MemoryUsage;
-  network?: { timestampNs: number; defaultInterface?: NetworkInterfaceUsage; interfaces: NetworkInterfaceUsage[] };
-  process?: { timestampNs: number; processCount?: number };
-  containers: ContainerStats[];
 }
 
 export interface ImageFsInfo {
@@ -387,6 +365,5 @@ export interface ImageFsInfo {
 /** The CRI's resource usage calls (kubelet's CRI stats provider). */
 export interface StatsService {
   listContainerStats(filter?: { id?: string; podSandboxId?: string; labelSelector?: KeyValueMap }, opts?: CallOptions): Promise<ContainerStats[]>;
-  listPodSandboxStats(filter?: { id?: string; labelSelector?: KeyValueMap }, opts?: CallOptions): Promise<PodSandboxStats[]>;
   imageFsInfo(opts?: CallOptions): Promise<ImageFsInfo>;
 }

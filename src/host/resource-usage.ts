@@ -81,11 +81,20 @@ export class CgroupUsageReader {
     return undefined;
   }
 
-  /** The pids in the cgroup (a process of a pod's sandbox leads to its network namespace). */
+  /** The processes directly in the cgroup (a pod sandbox's process leads to its network namespace). */
   async pids(path: string): Promise<number[]> {
     const root = this.memory ?? this.cpuacct ?? this.unified;
     const text = root ? await readText(join(root, path, 'cgroup.procs')) : undefined;
     return (text ?? '').split('\n').filter(Boolean).map(Number);
+  }
+
+  /** The processes in the cgroup and its child cgroups (a pod's: its containers'), as cAdvisor counts a pod's. */
+  async processCount(path: string): Promise<number> {
+    const root = this.memory ?? this.cpuacct ?? this.unified;
+    if (!root) return 0;
+    const children = await readdir(join(root, path), { withFileTypes: true }).catch(() => []);
+    const counts = await Promise.all([path, ...children.filter((c) => c.isDirectory()).map((c) => join(path, c.name))].map(async (p) => (await this.pids(p)).length));
+    return counts.reduce((a, b) => a + b, 0);
   }
 
   private async readV1(path: string): Promise<CgroupUsage | undefined> {
