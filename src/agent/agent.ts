@@ -30,7 +30,7 @@ import { ImageManager } from '../execution/images.js';
 import { Housekeeping } from '../lifecycle/housekeeping.js';
 import { PodWorkers } from '../lifecycle/pod-workers.js';
 import { Relister } from '../lifecycle/relist.js';
-import { RuntimeObserver } from '../lifecycle/runtime-observer.js';
+import { RuntimeObserver, type NodeRuntimeSnapshot } from '../lifecycle/runtime-observer.js';
 import { PodConfig } from '../podconfig/pod-config.js';
 import { ProbeManager } from '../prober/manager.js';
 import { StatusApi } from './status-api.js';
@@ -207,6 +207,7 @@ export class Agent {
 
     // The kubelet API (port 10250): logs, exec, attach, port-forward for kubectl through the API server.
     let lastRelist: number | undefined;
+    let lastSnapshot: NodeRuntimeSnapshot | undefined;
     const kubeletApi = await createKubeletApi({
       config,
       nodeName: node,
@@ -215,6 +216,7 @@ export class Agent {
       pods: () => workers.pods(),
       runtime,
       metrics,
+      runtimeListing: () => lastSnapshot,
       syncLoopEntry: () => lastRelist,
       clock,
       log,
@@ -226,6 +228,7 @@ export class Agent {
       {
         onRelist: (changed, snapshot) => {
           lastRelist = clock.now();
+          lastSnapshot = snapshot;
           workers.handleRelist(changed, snapshot);
           podConfig.onRelist(snapshot);
           housekeeping.afterRelist(snapshot, signal);

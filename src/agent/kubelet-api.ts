@@ -12,7 +12,7 @@ import { alwaysAllow, WebhookAuthorizer, type Authorizer } from '../server/authz
 import { logCheck, pingCheck, syncLoopCheck } from '../server/healthz.js';
 import { KubeletServer, type ServerRuntime } from '../server/kubelet-server.js';
 import type { KubeletMetrics } from '../server/metrics.js';
-import { StatsProvider, type StatsRuntime } from '../server/stats-provider.js';
+import { StatsProvider, type RuntimeListing, type StatsRuntime } from '../server/stats-provider.js';
 import { parseCgroupMounts } from '../host/cgroups.js';
 import { CgroupUsageReader } from '../host/resource-usage.js';
 import { readMachineInfo } from '../host/machine-info.js';
@@ -29,6 +29,8 @@ export interface KubeletApiDeps {
   pods: () => V1Pod[];
   runtime: ServerRuntime & StatsRuntime;
   metrics: KubeletMetrics;
+  /** The latest relist's sandboxes and containers. */
+  runtimeListing: () => RuntimeListing | undefined;
   /** When the sync loop (the relist) last ran. */
   syncLoopEntry: () => number | undefined;
   clock: Clock;
@@ -143,6 +145,7 @@ export async function createKubeletApi(deps: KubeletApiDeps): Promise<KubeletSer
   const stats = new StatsProvider({
     nodeName: deps.nodeName,
     runtime: deps.runtime,
+    listing: deps.runtimeListing,
     pods: deps.pods,
     cgroups: new CgroupUsageReader(parseCgroupMounts(await readFile('/proc/self/mountinfo', 'utf8'))),
     cgroupRoot: k.cgroupRoot,

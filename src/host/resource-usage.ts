@@ -1,6 +1,7 @@
 // The host's resource usage as cAdvisor reads it for kubelet's stats: cgroup cpu and memory (v1 and v2), network
 // interfaces, filesystems, disk usage of a directory tree, and the node's process limits.
-import { lstat, readdir, readFile, statfs } from 'node:fs/promises';
+import { readdirSync, readFileSync } from 'node:fs';
+import { lstat, readdir, statfs } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { CgroupHierarchy } from './cgroups.js';
 
@@ -60,7 +61,17 @@ export function parseNetDev(text: string): InterfaceUsage[] {
 /** A v1 memory limit this large means unlimited (the page-rounded int64 max). */
 const unlimitedV1 = 2 ** 62;
 
-const readText = (path: string) => readFile(path, 'utf8').catch(() => undefined);
+/**
+ * A small kernel-generated file (cgroup control files, /proc), read synchronously: an asynchronous read costs several
+ * times the CPU in thread-pool round trips (measured: 110 pods' cgroups, 165 ms async against 35 ms sync).
+ */
+export function readPseudoFile(path: string): string | undefined {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
 
 /** Reads cgroups (paths as in /proc/<pid>/cgroup, e.g. /kubepods/besteffort/pod<uid>) in the host's hierarchies. */
 export class CgroupUsageReader {
@@ -75,51 +86,54 @@ export class CgroupUsageReader {
   }
 
   /** The cgroup's usage; undefined when it does not exist in any hierarchy read. */
-  async read(path: string): Promise<CgroupUsage | undefined> {
+  read(path: string): CgroupUsage | undefined {
     if (this.cpuacct || this.memory) return this.readV1(path);
     if (this.unified) return this.readV2(path);
     return undefined;
   }
 
   /** The processes directly in the cgroup (a pod sandbox's process leads to its network namespace). */
-  async pids(path: string): Promise<number[]> {
+  pids(path: string): number[] {
     const root = this.memory ?? this.cpuacct ?? this.unified;
-    const text = root ? await readText(join(root, path, 'cgroup.procs')) : undefined;
+    const text = root ? readPseudoFile(join(root, path, 'cgroup.procs')) : undefined;
     return (text ?? '').split('\n').filter(Boolean).map(Number);
   }
 
   /** The processes in the cgroup and its child cgroups (a pod's: its containers'), as cAdvisor counts a pod's. */
-  async processCount(path: string): Promise<number> {
+  processCount(path: string): number {
     const root = this.memory ?? this.cpuacct ?? this.unified;
     if (!root) return 0;
-    const children = await readdir(join(root, path), { withFileTypes: true }).catch(() => []);
-    const counts = await Promise.all([path, ...children.filter((c) => c.isDirectory()).map((c) => join(path, c.name))].map(async (p) => (await this.pids(p)).length));
-    return counts.reduce((a, b) => a + b, 0);
+    let children: string[] = [];
+    try {
+      children = readdirSync(join(root, path), { withFileTypes: true }).filter((c) => c.isDirectory()).map((c) => c.name);
+    } catch {
+      return 0;
+    }
+    return [path, ...children.map((c) => join(path, c))].reduce((n, p) => n + this.pids(p).length, 0);
   }
 
-  private async readV1(path: string): Promise<CgroupUsage | undefined> {
-    const [cpu, usage, stat, limit] = await Promise.all([
-      this.cpuacct ? readText(join(this.cpuacct, path, 'cpuacct.usage')) : undefined,
-      this.memory ? readText(join(this.memory, path, 'memory.usage_in_bytes')) : undefined,
-      this.memory ? readText(join(this.memory, path, 'memory.stat')) : undefined,
-      this.memory ? readText(join(this.memory, path, 'memory.limit_in_bytes')) : undefined,
-    ]);
+  private readV1(path: string): CgroupUsage | undefined {
+    const cpu = this.cpuacct ? readPseudoFile(join(this.cpuacct, path, 'cpuacct.usage')) : undefined;
+    const usage = this.memory ? readPseudoFile(join(this.memory, path, 'memory.usage_in_bytes')) : undefined;
     if (cpu === undefined && usage === undefined) return undefined;
-    const limitBytes = Number(limit ?? 0);
+    const stat = usage !== undefined ? readPseudoFile(join(this.memory!, path, 'memory.stat')) : undefined;
+    const limitBytes = Number(usage !== undefined ? (readPseudoFile(join(this.memory!, path, 'memory.limit_in_bytes')) ?? 0) : 0);
     return {
       ...(cpu !== undefined ? { cpuUsageNs: Number(cpu) } : {}),
       ...memoryUsage(usage, stat, limitBytes > 0 && limitBytes < unlimitedV1 ? limitBytes : undefined, v1StatKeys),
     };
   }
 
-  private async readV2(path: string): Promise<CgroupUsage | undefined> {
+  private readV2(path: string): CgroupUsage | undefined {
     const dir = join(this.unified!, path);
-    const [cpuStat, current, stat, max] = await Promise.all(['cpu.stat', 'memory.current', 'memory.stat', 'memory.max'].map((f) => readText(join(dir, f))));
+    const cpuStat = readPseudoFile(join(dir, 'cpu.stat'));
+    const current = readPseudoFile(join(dir, 'memory.current'));
     if (cpuStat === undefined && current === undefined) return undefined;
     const cpu = parseKeyValues(cpuStat ?? '');
+    const max = readPseudoFile(join(dir, 'memory.max'));
     return {
       ...(cpu.has('usage_usec') ? { cpuUsageNs: cpu.get('usage_usec')! * 1000 } : {}),
-      ...memoryUsage(current, stat, max !== undefined && max.trim() !== 'max' ? Number(max) : undefined, v2StatKeys),
+      ...memoryUsage(current, readPseudoFile(join(dir, 'memory.stat')), max !== undefined && max.trim() !== 'max' ? Number(max) : undefined, v2StatKeys),
     };
   }
 }
@@ -181,8 +195,8 @@ export async function diskUsage(dir: string): Promise<{ bytes: number; inodes: n
 }
 
 /** kubelet's rlimit stats: the lower of pid_max and threads-max, and the number of tasks (from /proc/loadavg). */
-export async function processLimits(): Promise<{ maxpid?: number; curproc?: number }> {
-  const [pidMax, threadsMax, loadavg] = await Promise.all(['/proc/sys/kernel/pid_max', '/proc/sys/kernel/threads-max', '/proc/loadavg'].map(readText));
+export function processLimits(): { maxpid?: number; curproc?: number } {
+  const [pidMax, threadsMax, loadavg] = ['/proc/sys/kernel/pid_max', '/proc/sys/kernel/threads-max', '/proc/loadavg'].map(readPseudoFile);
   const limits = [pidMax, threadsMax].map((t) => Number(t?.trim())).filter((n) => Number.isFinite(n) && n > 0);
   const total = Number(/\d+\/(\d+)/.exec(loadavg ?? '')?.[1]);
   return { ...(limits.length > 0 ? { maxpid: Math.min(...limits) } : {}), ...(Number.isFinite(total) ? { curproc: total } : {}) };

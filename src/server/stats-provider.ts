@@ -3,15 +3,15 @@
 // their network from the sandbox's network namespace (kubelet reads these through cAdvisor); logs, volumes and the node
 // from the host's cgroups and filesystems. CRI ListPodSandboxStats is not used: kubelet uses it only behind the alpha
 // PodAndContainerStatsFromCRI gate, and containerd 1.6 took 1.9 s to answer it for 110 pods on the bench machine.
-import { readFile } from 'node:fs/promises';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Logger } from '../core/log.js';
-import type { Container, ContainerStats, FilesystemUsage, PodSandbox, RuntimeService, StatsService } from '../cri/types.js';
+import type { Container, ContainerStats, FilesystemUsage, PodSandbox, StatsService } from '../cri/types.js';
 import { podUidLabel } from '../execution/labels.js';
 import { podCgroupParent } from '../execution/resources.js';
 import { podLogDirectory } from '../execution/runtime-config.js';
-import { CgroupUsageReader, diskUsage, filesystemUsage, parseNetDev, processLimits, type CgroupUsage, type FsUsage } from '../host/resource-usage.js';
+import { CgroupUsageReader, diskUsage, filesystemUsage, parseNetDev, processLimits, readPseudoFile, type CgroupUsage, type FsUsage } from '../host/resource-usage.js';
 import {
   apiTime,
   cpuStats,
@@ -28,11 +28,19 @@ import {
   type VolumeStats,
 } from './summary.js';
 
-export type StatsRuntime = Pick<RuntimeService, 'listPodSandbox' | 'listContainers'> & StatsService;
+export type StatsRuntime = StatsService;
+
+/** The runtime's sandboxes and containers as the latest relist found them (at most a relist period old). */
+export interface RuntimeListing {
+  sandboxes: PodSandbox[];
+  containers: Container[];
+}
 
 export interface StatsProviderOptions {
   nodeName: string;
   runtime: StatsRuntime;
+  /** The latest relist's listing (undefined before the first): listing the runtime again per scrape would cost as much. */
+  listing: () => RuntimeListing | undefined;
   /** The pods nodelet runs (their volumes). */
   pods: () => V1Pod[];
   cgroups: CgroupUsageReader;
@@ -73,20 +81,22 @@ export class StatsProvider {
   async summary(): Promise<Summary> {
     const { opts } = this;
     const now = opts.now();
-    const [sandboxes, containers, containerStats, imageFs, nodeUsage, podsUsage, netDev, nodeFs, rlimit] = await Promise.all([
-      opts.runtime.listPodSandbox({ state: 'SANDBOX_READY' }),
-      opts.runtime.listContainers({ state: 'CONTAINER_RUNNING' }),
+    const listing = opts.listing();
+    if (!listing) throw new Error('the container runtime has not been listed yet');
+    const sandboxes = listing.sandboxes.filter((s) => s.state === 'SANDBOX_READY');
+    const containers = listing.containers.filter((c) => c.state === 'CONTAINER_RUNNING');
+    const [containerStats, imageFs, nodeFs] = await Promise.all([
       opts.runtime.listContainerStats(),
       opts.runtime.imageFsInfo().catch((err: unknown) => {
         opts.log.debug({ err }, 'ImageFsInfo failed');
         return undefined;
       }),
-      opts.cgroups.read('/'),
-      opts.cgroups.read(join('/', opts.cgroupRoot, 'kubepods')),
-      readFile('/proc/net/dev', 'utf8').catch(() => ''),
       filesystemUsage(opts.rootDir),
-      processLimits(),
     ]);
+    const nodeUsage = opts.cgroups.read('/');
+    const podsUsage = opts.cgroups.read(join('/', opts.cgroupRoot, 'kubepods'));
+    const netDev = readPseudoFile('/proc/net/dev') ?? '';
+    const rlimit = processLimits();
     const imageFsUsage = imageFs?.imageFilesystems[0];
     const imageFsCapacity = imageFsUsage?.mountpoint ? await filesystemUsage(imageFsUsage.mountpoint) : undefined;
     const logsFs = await filesystemUsage(opts.podLogsDir);
@@ -169,21 +179,17 @@ export class StatsProvider {
     const volumes = pod ? await this.volumeStats(pod, now) : [];
     let cpu, memory, network, processCount: number | undefined;
     if (pod) {
+      // The reads are synchronous (cheaper for kernel files); each pod's come in a turn of their own.
+      await nextTurn();
       const cgroup = podCgroupParent(pod, this.opts.cgroupRoot);
-      // The sandbox's own cgroup under the pod's (containerd names it by the sandbox id) holds its pause process.
-      const [usage, processes, sandboxPids] = await Promise.all([
-        this.opts.cgroups.read(cgroup),
-        this.opts.cgroups.processCount(cgroup),
-        this.opts.cgroups.pids(join(cgroup, sandbox.id)),
-      ]);
+      const usage = this.opts.cgroups.read(cgroup);
       if (usage?.cpuUsageNs !== undefined) cpu = cpuStats(this.cpuRates.sample(`p/${m.uid}`, now, usage.cpuUsageNs));
       memory = memoryStats(usage?.memory, now, this.opts.memoryCapacityBytes);
-      processCount = processes;
-      // Host-network pods report none, as kubelet.
-      if (!pod.spec?.hostNetwork && sandboxPids[0] !== undefined) {
-        const text = await readFile(`/proc/${sandboxPids[0]}/net/dev`, 'utf8').catch(() => '');
-        network = networkStats(parseNetDev(text), now);
-      }
+      processCount = this.opts.cgroups.processCount(cgroup);
+      // The sandbox's own cgroup under the pod's (containerd names it by the sandbox id) holds its pause process, in
+      // the pod's network namespace. Host-network pods report none, as kubelet.
+      const pausePid = pod.spec?.hostNetwork ? undefined : this.opts.cgroups.pids(join(cgroup, sandbox.id))[0];
+      if (pausePid !== undefined) network = networkStats(parseNetDev(readPseudoFile(`/proc/${pausePid}/net/dev`) ?? ''), now);
     }
     const localEphemeral = volumes.filter((v) => v.localEphemeral).map((v) => v.stats);
     return {
