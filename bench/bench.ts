@@ -21,6 +21,7 @@
 //          [--sa-token] [--agent-v N] [--agent-log FILE] [--agent-cpu-prof FILE] [--agent-heap-prof FILE]
 import { cpus, release } from 'node:os';
 import { runClusterPhase } from './cluster.js';
+import { kubeletApiTable, runKubeletApiPhase, type KubeletApiResults } from './kubelet-api.js';
 import { BenchKubelet } from './kubelet.js';
 import { parseOptions, UsageError, usage, type Options } from './options.js';
 import { runKubeletProbeLoad, runProbeLoad } from './probes.js';
@@ -72,8 +73,14 @@ async function run(bench: Bench, opts: Options): Promise<RunResults> {
     await bench.agent?.stop();
     out.cluster = await runClusterPhase(bench);
   }
+  if (opts.phases.has('api')) {
+    await bench.agent?.stop();
+    apiResults = await runKubeletApiPhase();
+  }
   return out;
 }
+
+let apiResults: KubeletApiResults | undefined;
 
 async function main(): Promise<number> {
   let opts: Options;
@@ -123,6 +130,7 @@ async function main(): Promise<number> {
     return 1;
   }
   printReport(res, bench.notes, opts.json);
+  if (apiResults) (opts.json ? process.stderr : process.stdout).write(`\n${kubeletApiTable(apiResults)}\n`);
   return 0;
 }
 

@@ -5,6 +5,9 @@ import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { LogEventRecorder } from '../controllers/event-recorder.js';
 import { CriClient } from '../cri/client.js';
+import { instrumentRuntime } from '../cri/instrumented.js';
+import { KubeletMetrics } from '../server/metrics.js';
+import { PodStartupLatencyTracker } from '../execution/pod-startup-latency.js';
 import { hostLocalSubnets } from '../cni/conflist.js';
 import { CniExecutor } from '../cni/executor.js';
 import { PodNetwork } from '../cni/pod-network.js';
@@ -25,7 +28,7 @@ import { ImageManager } from '../execution/images.js';
 import { Housekeeping } from '../lifecycle/housekeeping.js';
 import { PodWorkers } from '../lifecycle/pod-workers.js';
 import { Relister } from '../lifecycle/relist.js';
-import { RuntimeObserver } from '../lifecycle/runtime-observer.js';
+import { RuntimeObserver, type NodeRuntimeSnapshot } from '../lifecycle/runtime-observer.js';
 import { PodConfig } from '../podconfig/pod-config.js';
 import { ProbeManager } from '../prober/manager.js';
 import { StatusApi } from './status-api.js';
@@ -98,7 +101,9 @@ export class Agent {
       throw new AgentConfigError('failSwapOn: running with swap on is not supported, please disable swap or set failSwapOn (--config) to false');
     }
     const cgroupfs = await PodCgroupManager.detect(config.kubelet.cgroupRoot);
-    const runtime = new CriClient(config.runtimeEndpoint, { requestTimeoutMs: config.runtimeRequestTimeoutMs });
+    const node = nodeName(config.hostnameOverride);
+    const metrics = new KubeletMetrics(node, clock.now);
+    const runtime = instrumentRuntime(new CriClient(config.runtimeEndpoint, { requestTimeoutMs: config.runtimeRequestTimeoutMs }), metrics);
     // The runtime's driver, when it is up now (nodelet starts without a runtime; pods wait for it).
     const runtimeDriver = await runtime.statusInfo({ signal, timeoutMs: 2_000 }).then(cgroupDriverFromStatusInfo, (err: unknown) => {
       log.warn({ err }, 'Container runtime not reachable: using cgroupDriver from the configuration');
@@ -122,7 +127,6 @@ export class Agent {
       throw err;
     }
     await mkdir(config.rootDir, { recursive: true });
-    const node = nodeName(config.hostnameOverride);
     const nodeIP = await detectNodeIP(config.nodeIP);
 
     // Started now, while the agent is small: the helper's own start is the one fork of the agent's size it costs.
@@ -167,10 +171,13 @@ export class Agent {
     const events = cluster?.events ?? new LogEventRecorder(log, node, clock);
     // Before the workers: they tell it every change of their pods, for the status socket's watch.
     const api = new StatusApi(statusSocketPath(config.rootDir), () => workers.pods());
+    const startupLatency = new PodStartupLatencyTracker();
     const workers: PodWorkers = new PodWorkers({
       volumes,
       runtime,
-      images: new ImageManager(runtime, new Backoff(), clock.now, events),
+      images: new ImageManager(runtime, new Backoff(), clock.now, events, startupLatency),
+      metrics,
+      startupLatency,
       crashBackoff: new Backoff(),
       node: {
         podLogsDir: config.podLogsDir,
@@ -200,7 +207,7 @@ export class Agent {
         return condition ? networkNotReadyError(condition) : undefined;
       },
       events,
-      prober: new ProbeManager({ runtime, hostIP: () => nodeIP, hostIPs: cachedHostIPs(nodeIP, clock), log, events, clock }),
+      prober: new ProbeManager({ runtime, hostIP: () => nodeIP, hostIPs: cachedHostIPs(nodeIP, clock), log, events, clock, metrics }),
     });
     // One pod config in both modes merges the sources' pods and hands them to the workers. Cluster mode adds node
     // admission, the status manager and mirror pods; standalone admits every static pod, as before: a pod nodelet
@@ -224,6 +231,7 @@ export class Agent {
 
     // The kubelet API (port 10250): logs, exec, attach, port-forward for kubectl through the API server.
     let lastRelist: number | undefined;
+    let lastSnapshot: NodeRuntimeSnapshot | undefined;
     const kubeletApi = await createKubeletApi({
       config,
       nodeName: node,
@@ -231,6 +239,8 @@ export class Agent {
       ...(cluster ? { client: cluster.client } : {}),
       pods: () => workers.pods(),
       runtime,
+      metrics,
+      runtimeListing: () => lastSnapshot,
       syncLoopEntry: () => lastRelist,
       clock,
       log,
@@ -243,6 +253,7 @@ export class Agent {
       {
         onRelist: (changed, snapshot) => {
           lastRelist = clock.now();
+          lastSnapshot = snapshot;
           workers.handleRelist(changed, snapshot);
           podConfig.onRelist(snapshot);
           housekeeping.afterRelist(snapshot, signal);
@@ -251,6 +262,7 @@ export class Agent {
       },
       log,
       clock,
+      metrics,
     );
     const announceRuntime = async () => {
       while (!signal.aborted) {

@@ -1,7 +1,7 @@
 // Builds the kubelet API server (port 10250) from the configuration: serving certificate, authentication and
 // authorization as kubelet sets them up, secure by default; standalone (no API server) only x509 clients, AlwaysAllow.
 import { readFile } from 'node:fs/promises';
-import { hostname } from 'node:os';
+import { hostname, uptime } from 'node:os';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/log.js';
@@ -11,6 +11,11 @@ import { Authenticator, tokenReviewWebhook, type ApiRequester } from '../server/
 import { alwaysAllow, WebhookAuthorizer, type Authorizer } from '../server/authz.js';
 import { logCheck, pingCheck, syncLoopCheck } from '../server/healthz.js';
 import { KubeletServer, type ServerRuntime } from '../server/kubelet-server.js';
+import type { KubeletMetrics } from '../server/metrics.js';
+import { StatsProvider, type RuntimeListing, type StatsRuntime } from '../server/stats-provider.js';
+import { parseCgroupMounts } from '../host/cgroups.js';
+import { CgroupUsageReader } from '../host/resource-usage.js';
+import { readMachineInfo } from '../host/machine-info.js';
 import { loadServingCertificate } from '../server/serving-cert.js';
 import type { CertificateManager } from '../bootstrap/rotation.js';
 import { AgentConfigError, type AgentConfig } from './agent-config.js';
@@ -23,7 +28,10 @@ export interface KubeletApiDeps {
   /** The API server (cluster mode): TokenReview and SubjectAccessReview go there. */
   client?: KubeClient;
   pods: () => V1Pod[];
-  runtime: ServerRuntime;
+  runtime: ServerRuntime & StatsRuntime;
+  metrics: KubeletMetrics;
+  /** The latest relist's sandboxes and containers. */
+  runtimeListing: () => RuntimeListing | undefined;
   /** When the sync loop (the relist) last ran. */
   syncLoopEntry: () => number | undefined;
   clock: Clock;
@@ -129,6 +137,20 @@ export async function createKubeletApi(deps: KubeletApiDeps): Promise<KubeletSer
   if (!clientCA && !tokenWebhook && !k.authentication.anonymous.enabled) {
     log.warn('The kubelet API accepts no one: give --client-ca-file (or join an API server for tokens)');
   }
+  const stats = new StatsProvider({
+    nodeName: deps.nodeName,
+    runtime: deps.runtime,
+    listing: deps.runtimeListing,
+    pods: deps.pods,
+    cgroups: new CgroupUsageReader(parseCgroupMounts(await readFile('/proc/self/mountinfo', 'utf8'))),
+    cgroupRoot: k.cgroupRoot,
+    rootDir: config.rootDir,
+    podLogsDir: config.podLogsDir,
+    memoryCapacityBytes: Number((await readMachineInfo(config.rootDir)).memoryCapacityBytes),
+    nodeStartTime: clock.now() - uptime() * 1000,
+    now: clock.now,
+    log,
+  });
   const server = new KubeletServer({
     nodeName: deps.nodeName,
     address: k.address,
@@ -145,6 +167,8 @@ export async function createKubeletApi(deps: KubeletApiDeps): Promise<KubeletSer
     pods: deps.pods,
     runtime: deps.runtime,
     configz: () => configz(k),
+    metrics: deps.metrics,
+    stats,
     healthChecks: [pingCheck, logCheck(process.stdout, clock.now), syncLoopCheck(deps.syncLoopEntry, config.syncFrequencyMs, clock.now)],
     clock,
     log,

@@ -24,9 +24,15 @@ import type {
   PodSandboxStatus,
   RuntimeService,
   RuntimeStatus,
+  StatsService,
   StreamingService,
   StreamOptions,
   VersionInfo,
+  ContainerStats,
+  CpuUsage,
+  FilesystemUsage,
+  ImageFsInfo,
+  MemoryUsage,
 } from './types.js';
 
 // dist/src/cri/client.js -> <repo>/proto (the same relative path holds for src/cri/client.ts).
@@ -85,7 +91,7 @@ export function grpcTarget(endpoint: string): string {
   throw new CriError('InvalidArgument', 'Connect', `unsupported CRI endpoint "${endpoint}": expected unix:///path or /path`);
 }
 
-export class CriClient implements RuntimeService, ImageService, StreamingService {
+export class CriClient implements RuntimeService, ImageService, StreamingService, StatsService {
   readonly target: string;
   private readonly timeouts: Required<CriClientOptions>;
   private grpc: Client | undefined;
@@ -309,6 +315,18 @@ export class CriClient implements RuntimeService, ImageService, StreamingService
     return r.url;
   }
 
+  // ---- stats ----
+
+  async listContainerStats(filter?: { id?: string; podSandboxId?: string; labelSelector?: KeyValueMap }, opts?: CallOptions): Promise<ContainerStats[]> {
+    const r = await this.call<{ stats: WireContainerStats[] }>('ListContainerStats', { filter }, this.timeouts.readTimeoutMs, opts);
+    return r.stats.map(fromWireContainerStats);
+  }
+
+  async imageFsInfo(opts?: CallOptions): Promise<ImageFsInfo> {
+    const r = await this.call<{ imageFilesystems: WireFilesystemUsage[]; containerFilesystems: WireFilesystemUsage[] }>('ImageFsInfo', {}, this.timeouts.readTimeoutMs, opts);
+    return { imageFilesystems: r.imageFilesystems.map(fromWireFs), containerFilesystems: r.containerFilesystems.map(fromWireFs) };
+  }
+
   // ---- ImageService ----
 
   async imageStatus(image: string, opts?: CallOptions): Promise<Image | undefined> {
@@ -509,5 +527,72 @@ function fromWireImage(i: WireImage): Image {
     size: Number(i.size),
     uid: i.uid === null ? undefined : Number(i.uid.value),
     username: i.username,
+  };
+}
+
+type WireUInt64 = { value: Int64 } | null;
+
+interface WireCpuUsage {
+  timestamp: Int64;
+  usageCoreNanoSeconds: WireUInt64;
+  usageNanoCores: WireUInt64;
+}
+
+interface WireMemoryUsage {
+  timestamp: Int64;
+  workingSetBytes: WireUInt64;
+  availableBytes: WireUInt64;
+  usageBytes: WireUInt64;
+  rssBytes: WireUInt64;
+  pageFaults: WireUInt64;
+  majorPageFaults: WireUInt64;
+}
+
+interface WireFilesystemUsage {
+  timestamp: Int64;
+  fsId: { mountpoint: string } | null;
+  usedBytes: WireUInt64;
+  inodesUsed: WireUInt64;
+}
+
+interface WireContainerStats {
+  attributes: { id: string; metadata: { name: string; attempt: number } | null } | null;
+  cpu: WireCpuUsage | null;
+  memory: WireMemoryUsage | null;
+  writableLayer: WireFilesystemUsage | null;
+}
+
+/** An optional CRI UInt64Value as an optional field: { key: n } when the runtime set it, {} when not. */
+function uint64<K extends string>(key: K, v: WireUInt64): Partial<Record<K, number>> {
+  return v === null ? {} : ({ [key]: Number(v.value) } as Partial<Record<K, number>>);
+}
+
+function fromWireCpu(c: WireCpuUsage): CpuUsage {
+  return { timestampNs: Number(c.timestamp), ...uint64('usageCoreNanoSeconds', c.usageCoreNanoSeconds), ...uint64('usageNanoCores', c.usageNanoCores) };
+}
+
+function fromWireMemory(m: WireMemoryUsage): MemoryUsage {
+  return {
+    timestampNs: Number(m.timestamp),
+    ...uint64('workingSetBytes', m.workingSetBytes),
+    ...uint64('availableBytes', m.availableBytes),
+    ...uint64('usageBytes', m.usageBytes),
+    ...uint64('rssBytes', m.rssBytes),
+    ...uint64('pageFaults', m.pageFaults),
+    ...uint64('majorPageFaults', m.majorPageFaults),
+  };
+}
+
+function fromWireFs(f: WireFilesystemUsage): FilesystemUsage {
+  return { timestampNs: Number(f.timestamp), mountpoint: f.fsId?.mountpoint ?? '', ...uint64('usedBytes', f.usedBytes), ...uint64('inodesUsed', f.inodesUsed) };
+}
+
+function fromWireContainerStats(s: WireContainerStats): ContainerStats {
+  return {
+    id: s.attributes?.id ?? '',
+    metadata: containerMetadata(s.attributes?.metadata ?? null),
+    ...(s.cpu ? { cpu: fromWireCpu(s.cpu) } : {}),
+    ...(s.memory ? { memory: fromWireMemory(s.memory) } : {}),
+    ...(s.writableLayer ? { writableLayer: fromWireFs(s.writableLayer) } : {}),
   };
 }

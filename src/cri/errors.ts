@@ -103,3 +103,14 @@ export function isNotFound(err: unknown): boolean {
 export function isUnavailable(err: unknown): boolean {
   return err instanceof CriError && err.kind === 'Unavailable';
 }
+
+const goCodeNames = [
+  'OK', 'Canceled', 'Unknown', 'InvalidArgument', 'DeadlineExceeded', 'NotFound', 'AlreadyExists', 'PermissionDenied',
+  'ResourceExhausted', 'FailedPrecondition', 'Aborted', 'OutOfRange', 'Unimplemented', 'Internal', 'Unavailable', 'DataLoss', 'Unauthenticated',
+];
+
+/** The gRPC code of a failed CRI call as Go names it (kubelet's metric labels): "Unknown" when there is none. */
+export function grpcCodeName(err: unknown): string {
+  const code = err instanceof CriError ? err.grpcCode : undefined;
+  return (code !== undefined ? goCodeNames[code] : undefined) ?? 'Unknown';
+}

@@ -322,3 +322,48 @@ export interface ImageService {
   listImages(opts?: CallOptions): Promise<Image[]>;
   removeImage(image: string, opts?: CallOptions): Promise<void>;
 }
+
+// ---- stats (ListContainerStats, ImageFsInfo) ----
+// Timestamps stay in nanoseconds here (statsapi reports them); a value the runtime left unset is undefined.
+
+export interface CpuUsage {
+  timestampNs: number;
+  usageCoreNanoSeconds?: number;
+  usageNanoCores?: number;
+}
+
+export interface MemoryUsage {
+  timestampNs: number;
+  workingSetBytes?: number;
+  availableBytes?: number;
+  usageBytes?: number;
+  rssBytes?: number;
+  pageFaults?: number;
+  majorPageFaults?: number;
+}
+
+export interface FilesystemUsage {
+  timestampNs: number;
+  mountpoint: string;
+  usedBytes?: number;
+  inodesUsed?: number;
+}
+
+export interface ContainerStats {
+  id: string;
+  metadata: ContainerMetadata;
+  cpu?: CpuUsage;
+  memory?: MemoryUsage;
+  writableLayer?: FilesystemUsage;
+}
+
+export interface ImageFsInfo {
+  imageFilesystems: FilesystemUsage[];
+  containerFilesystems: FilesystemUsage[];
+}
+
+/** The CRI's resource usage calls (kubelet's CRI stats provider). */
+export interface StatsService {
+  listContainerStats(filter?: { id?: string; podSandboxId?: string; labelSelector?: KeyValueMap }, opts?: CallOptions): Promise<ContainerStats[]>;
+  imageFsInfo(opts?: CallOptions): Promise<ImageFsInfo>;
+}

@@ -7,6 +7,7 @@ import { defaultImagePullPolicy } from '../core/image-reference.js';
 import type { Backoff } from '../decisions/backoff.js';
 import type { ImageUser } from './security-context.js';
 import { SyncError } from '../core/sync-result.js';
+import type { PodStartupLatencyTracker } from './pod-startup-latency.js';
 
 /** The container's pull policy, or kubelet's default from the image tag when unset. */
 export function effectivePullPolicy(container: V1Container): string {
@@ -41,6 +42,8 @@ export class ImageManager {
     private readonly pullBackoff: Backoff,
     private readonly now: () => number,
     private readonly events: EventRecorder,
+    /** Told when a pod's pulls start and end (the pod startup SLI leaves them out). */
+    private readonly latency?: Pick<PodStartupLatencyTracker, 'startedPulling' | 'finishedPulling'>,
   ) {}
 
   /** Returns the image to run, or throws a SyncError with kubelet's reason. */
@@ -70,9 +73,12 @@ export class ImageManager {
     log.info({ image }, `Pulling image "${image}"`);
     this.events.event(ref, 'Normal', 'Pulling', `Pulling image "${image}"`);
     const started = this.now();
+    const podUid = pod.metadata?.uid ?? '';
+    this.latency?.startedPulling(podUid, started);
     let imageRef: string;
     try {
       imageRef = await this.images.pullImage(image, sandboxConfig, { signal });
+      this.latency?.finishedPulling(podUid, this.now());
       log.info({ image, imageRef, durationMs: this.now() - started }, `Successfully pulled image "${image}"`);
     } catch (err) {
       this.pullBackoff.next(key, now);

@@ -6,7 +6,7 @@ import type { ApiObjectSource, ServiceLister } from '../core/api-objects.js';
 import { isStaticPod } from '../core/config-annotations.js';
 import type { Clock } from '../core/clock.js';
 import type { DnsConfig, PodSandboxConfig, RuntimeService } from '../cri/types.js';
-import { isNotFound } from '../cri/errors.js';
+import { grpcCodeName, isNotFound } from '../cri/errors.js';
 import type { Logger } from '../core/log.js';
 import type { Backoff } from '../decisions/backoff.js';
 import { lastExited, type ContainerToStart, type PodActions } from '../decisions/compute-actions.js';
@@ -29,6 +29,7 @@ import {
 } from './runtime-config.js';
 import { stepFailed, SyncError, type StepResult } from '../core/sync-result.js';
 import { volumeFailureResults, type PodVolumeManager } from '../volume/pod-volumes.js';
+import type { ContainerTypeLabel, NodeMetrics } from '../core/metrics.js';
 
 export interface SyncDeps {
   runtime: RuntimeService;
@@ -52,6 +53,8 @@ export interface SyncDeps {
   services?: ServiceLister;
   /** kubelet's events about the pod and its containers (the API server's in cluster mode, the log's standalone). */
   events: EventRecorder;
+  /** kubelet's started pods and containers counters; without it nothing is recorded. */
+  metrics?: NodeMetrics;
 }
 
 /** kubelet reads at most 10 MB of the resolver file; a real one is a few lines. */
@@ -195,6 +198,7 @@ async function startContainer(
 ): Promise<StepResult> {
   const clog = log.child({ container: spec.name });
   const ref = { pod, containerName: spec.name };
+  const containerType: ContainerTypeLabel = field.startsWith('spec.initContainers') ? 'init_container' : 'container';
   /** kubelet's Failed event of a start step: "Error: " and what the step failed with. */
   const failed = (result: StepResult, detail: string): StepResult => {
     deps.events.event(ref, 'Warning', 'Failed', `Error: ${detail}`);
@@ -230,7 +234,11 @@ async function startContainer(
     }
     const config = buildContainerConfig(pod, spec, start.restartCount, env, { imageUser: image.user, node: deps.node, mounts });
     await deps.files.makeDirs(join(sandboxConfig.logDirectory, spec.name), 0o755);
-    containerId = await deps.runtime.createContainer(sandboxId, config, sandboxConfig, { signal });
+    deps.metrics?.containerStarted(containerType);
+    containerId = await deps.runtime.createContainer(sandboxId, config, sandboxConfig, { signal }).catch((err: unknown) => {
+      deps.metrics?.containerStartFailed(containerType, grpcCodeName(err));
+      throw err;
+    });
     clog.info({ containerId, restartCount: start.restartCount, reason: start.reason }, 'Created container');
     deps.events.event(ref, 'Normal', 'Created', `Created container: ${spec.name}`);
   } catch (err) {
@@ -239,7 +247,10 @@ async function startContainer(
     return failed(result, result.error!.message);
   }
   try {
-    await deps.runtime.startContainer(containerId, { signal });
+    await deps.runtime.startContainer(containerId, { signal }).catch((err: unknown) => {
+      deps.metrics?.containerStartFailed(containerType, grpcCodeName(err));
+      throw err;
+    });
     clog.info({ containerId }, 'Started container');
     deps.events.event(ref, 'Normal', 'Started', `Started container ${spec.name}`);
   } catch (err) {
@@ -340,7 +351,11 @@ export async function executePodActions(
         deps.files.makeDirs(config.logDirectory, 0o755),
         deps.podCgroups?.ensurePod(podCgroupParent(pod, deps.node.cgroupRoot), podCgroupResources(pod)),
       ]);
-      sandboxId = await deps.runtime.runPodSandbox(config, undefined, { signal });
+      sandboxId = await deps.runtime.runPodSandbox(config, undefined, { signal }).catch((err: unknown) => {
+        deps.metrics?.sandboxStarted(true);
+        throw err;
+      });
+      deps.metrics?.sandboxStarted(false);
       log.info({ sandboxId, attempt }, 'Created pod sandbox');
       results.push({ action: 'CreatePodSandbox', target: sandboxId });
     } catch (err) {

@@ -13,6 +13,8 @@ import { collectPodGarbage, crashBackoffKey, executePodActions, recordMountFailu
 import { unsupportedPodFields } from '../decisions/unsupported.js';
 import { forbiddenSysctls } from '../decisions/sysctl-admission.js';
 import type { PodProber } from '../prober/manager.js';
+import type { PodWorkerOperation } from '../core/metrics.js';
+import type { PodStartupLatencyTracker } from '../execution/pod-startup-latency.js';
 
 export interface PodWorkerDeps extends SyncDeps {
   observer: RuntimeObserver;
@@ -30,6 +32,14 @@ export interface PodWorkerDeps extends SyncDeps {
   onPodChange?: (uid: string, pod: V1Pod | undefined) => void;
   /** kubelet's runtimeState.networkErrors: why the pod network is not ready, undefined when it is. */
   networkNotReady?: () => string | undefined;
+  /** The pod startup SLI's image pull windows (the image manager records them). */
+  startupLatency?: Pick<PodStartupLatencyTracker, 'podStarted' | 'forget'>;
+}
+
+/** Every container of the pod has started (kubelet's test before it observes the pod startup SLI). */
+function allContainersStarted(pod: V1Pod, status: V1PodStatus): boolean {
+  const statuses = status.containerStatuses ?? [];
+  return (pod.spec?.containers ?? []).every((c) => statuses.find((s) => s.name === c.name)?.state?.running !== undefined);
 }
 
 /**
@@ -75,6 +85,12 @@ export class PodWorker {
   private waitingForNetwork = false;
   /** Whether a sync has observed the runtime for this pod yet (the first may skip it: see observeNewPod). */
   private synced = false;
+  /** kubelet's sync type of the next sync, for kubelet_pod_worker_duration_seconds. */
+  private nextOperation: PodWorkerOperation = 'create';
+  /** When this worker first saw the pod (kubelet's firstSeenTime). */
+  private readonly firstSeen: number;
+  /** The startup SLI is settled: observed, or the pod was already running when first seen (adopted). */
+  private startupObserved = false;
 
   constructor(
     private readonly deps: PodWorkerDeps,
@@ -82,6 +98,8 @@ export class PodWorker {
     private readonly identity: PodIdentity,
   ) {
     this.lifecycle = pod ? 'syncing' : 'terminating';
+    if (!pod) this.nextOperation = 'kill';
+    this.firstSeen = deps.clock.now();
     this.log = deps.log.child({ pod: `${identity.namespace}/${identity.name}`, podUid: identity.uid });
   }
 
@@ -104,7 +122,10 @@ export class PodWorker {
     const changed = !this.pod || podsDifferSemantically(this.pod, pod);
     this.pod = pod;
     this.deps.onPodChange?.(this.uid, this.apiPod());
-    if (changed) this.wake();
+    if (changed) {
+      if (this.nextOperation === 'sync') this.nextOperation = 'update';
+      this.wake();
+    }
   }
 
   /** Starts termination: an in-flight sync is cancelled, then the pod is torn down with the grace period. */
@@ -119,6 +140,8 @@ export class PodWorker {
     }
     if (this.lifecycle !== 'syncing') return;
     this.lifecycle = 'terminating';
+    this.nextOperation = 'kill';
+    this.deps.startupLatency?.forget(this.uid);
     this.deps.prober.removePod(this.uid);
     if (gracePeriodSeconds !== undefined) this.identity.gracePeriodSeconds = gracePeriodSeconds;
     else if (this.pod) this.identity.gracePeriodSeconds = terminationGracePeriodSeconds(this.pod);
@@ -151,9 +174,13 @@ export class PodWorker {
       this.pending = false;
       const controller = new AbortController();
       this.inFlight = controller;
+      const operation = this.nextOperation;
+      const started = this.deps.clock.now();
       try {
         if (this.lifecycle === 'terminating') await this.syncTerminating(controller.signal);
         else await this.syncPod(controller.signal);
+        this.deps.metrics?.podWorkerSync(operation, (this.deps.clock.now() - started) / 1000);
+        if (operation !== 'kill') this.nextOperation = 'sync';
       } catch (err) {
         if (!controller.signal.aborted) {
           // An unreachable runtime is reported once by the relist, not by every pod every retry.
@@ -273,6 +300,20 @@ export class PodWorker {
     });
   }
 
+  /**
+   * kubelet's pod start metrics: the first time a pod this worker saw pending runs (since first seen), and the first
+   * time all its containers run (the startup SLI). A pod already running when first seen (adopted) counts for neither.
+   */
+  private recordStartup(pod: V1Pod, before: V1PodStatus | undefined, status: V1PodStatus): void {
+    const now = this.deps.clock.now();
+    if (before && before.phase !== 'Running' && status.phase === 'Running') this.deps.metrics?.podStarted((now - this.firstSeen) / 1000);
+    if (this.startupObserved || !allContainersStarted(pod, status)) return;
+    this.startupObserved = true;
+    if (!before) return;
+    const sli = this.deps.startupLatency?.podStarted(pod, now);
+    if (sli) this.deps.metrics?.podStartSli(sli.seconds, sli.firstWithNetwork);
+  }
+
   /** The final status shows how the containers ended: read after they stopped, before they are removed. */
   private finalStatusReader(signal: AbortSignal): (() => Promise<void>) | undefined {
     const pod = this.pod;
@@ -284,6 +325,7 @@ export class PodWorker {
   private setStatus(status: V1PodStatus): void {
     const before = this.status;
     this.status = status;
+    if (this.pod && this.lifecycle === 'syncing') this.recordStartup(this.pod, before, status);
     this.deps.onPodChange?.(this.uid, this.apiPod());
     if (this.pod) this.deps.onStatus?.(this.pod, status, false);
     if (before?.phase !== status.phase) this.log.info({ phase: status.phase, podIP: status.podIP }, 'Pod phase changed');

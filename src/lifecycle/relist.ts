@@ -1,6 +1,7 @@
 // The pod lifecycle event generator: periodically lists the runtime and reports which pods changed.
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/log.js';
+import type { ContainerStateLabel, NodeMetrics } from '../core/metrics.js';
 import { podUidLabel } from '../execution/labels.js';
 import type { NodeRuntimeSnapshot, RuntimeObserver } from './runtime-observer.js';
 
@@ -26,6 +27,25 @@ export function changedPods(before: Map<string, string>, after: Map<string, stri
   return changed;
 }
 
+const containerStates: Record<string, ContainerStateLabel> = {
+  CONTAINER_CREATED: 'created',
+  CONTAINER_RUNNING: 'running',
+  CONTAINER_EXITED: 'exited',
+  CONTAINER_UNKNOWN: 'unknown',
+};
+
+/** kubelet's running pods and containers gauges from a relist: pods with a ready sandbox, the pods' containers by state. */
+export function runtimeCounts(snapshot: NodeRuntimeSnapshot): { runningPods: number; containers: Record<ContainerStateLabel, number> } {
+  const containers: Record<ContainerStateLabel, number> = { created: 0, running: 0, exited: 0, unknown: 0 };
+  const running = new Set<string>();
+  for (const s of snapshot.sandboxes) {
+    const uid = s.labels[podUidLabel];
+    if (uid && s.state === 'SANDBOX_READY') running.add(uid);
+  }
+  for (const c of snapshot.containers) if (c.labels[podUidLabel]) containers[containerStates[c.state] ?? 'unknown']++;
+  return { runningPods: running.size, containers };
+}
+
 export interface RelistHandler {
   onRelist(changed: Set<string>, snapshot: NodeRuntimeSnapshot): void;
   /** The runtime answered again after failing. */
@@ -35,13 +55,15 @@ export interface RelistHandler {
 export class Relister {
   private fingerprints = new Map<string, string>();
   private healthy: boolean | undefined;
+  private lastStart?: number;
 
   constructor(
     private readonly observer: RuntimeObserver,
     private readonly periodMs: number,
     private readonly handler: RelistHandler,
     private readonly log: Logger,
-    private readonly clock: Pick<Clock, 'sleep'>,
+    private readonly clock: Pick<Clock, 'sleep' | 'now'>,
+    private readonly metrics?: Pick<NodeMetrics, 'relist' | 'runtimeCounts'>,
   ) {}
 
   /** True once a relist succeeded and the latest did too. */
@@ -50,6 +72,9 @@ export class Relister {
   }
 
   async relist(signal?: AbortSignal): Promise<void> {
+    const started = this.clock.now();
+    const interval = this.lastStart === undefined ? undefined : (started - this.lastStart) / 1000;
+    this.lastStart = started;
     let snapshot: NodeRuntimeSnapshot;
     try {
       snapshot = await this.observer.snapshot(signal);
@@ -58,6 +83,12 @@ export class Relister {
       if (this.healthy !== false) this.log.error({ err }, 'Container runtime is not responding; will keep retrying');
       this.healthy = false;
       return;
+    }
+    if (this.metrics) {
+      // As kubelet's PLEG: the time of the listing, and the gauges from what it found.
+      this.metrics.relist((this.clock.now() - started) / 1000, interval);
+      const counts = runtimeCounts(snapshot);
+      this.metrics.runtimeCounts(counts.runningPods, counts.containers);
     }
     const recovered = this.healthy === false;
     this.healthy = true;

@@ -5,6 +5,7 @@ import { canonicalJson } from '../core/canonical-json.js';
 import type { EventRecorder } from '../core/events.js';
 import type { RuntimeService } from '../cri/types.js';
 import type { Logger } from '../core/log.js';
+import type { NodeMetrics, ProbeMetricTarget } from '../core/metrics.js';
 import { shouldContainerBeRestarted } from '../decisions/compute-actions.js';
 import { latestContainer, type PodRuntimeState } from '../core/runtime-state.js';
 import { systemClock, type Clock } from '../core/clock.js';
@@ -37,6 +38,8 @@ export interface ProbeManagerDeps {
   events?: EventRecorder;
   clock?: Clock;
   random?: () => number;
+  /** kubelet's prober metrics (/metrics/probes); without it nothing is recorded. */
+  metrics?: Pick<NodeMetrics, 'probeResult' | 'probeWorkerStopped'>;
 }
 
 interface WorkerEntry {
@@ -149,6 +152,8 @@ export class ProbeManager implements PodProber {
     const field = probeField(containerField, type);
     const m = entry.pod.metadata ?? {};
     const log = this.deps.log.child({ pod: `${m.namespace}/${m.name}`, podUid: m.uid, container: container.name, probeType: type });
+    const metricTarget: ProbeMetricTarget = { probeType: type, container: container.name, pod: m.name ?? '', namespace: m.namespace ?? '', podUid: m.uid ?? '' };
+    const metrics = this.deps.metrics;
     const worker = new ProbeWorker(
       type,
       settings,
@@ -164,6 +169,9 @@ export class ProbeManager implements PodProber {
         },
         forget: (id) => this.results.remove(type, id),
         warningEvent: (reason, message) => this.deps.events?.event({ pod: entry.pod, containerName: container.name }, 'Warning', reason, message),
+        ...(metrics
+          ? { recordResult: (result, seconds) => metrics.probeResult(metricTarget, result, seconds), stopped: () => metrics.probeWorkerStopped(metricTarget) }
+          : {}),
         run: (id, signal) =>
           runProbe(probe, { container, containerId: id, field, podIPs: entry.podIPs, hostIPs: this.deps.hostIPs(), runtime: this.deps.runtime, signal }),
       },

@@ -19,6 +19,10 @@ export interface ProbeWorkerHost {
   run(containerId: string, signal: AbortSignal): Promise<ProbeOutcome>;
   /** Records a Warning event about the container (kubelet's Unhealthy and ProbeWarning). */
   warningEvent?(reason: 'Unhealthy' | 'ProbeWarning', message: string): void;
+  /** A run concluded (kubelet's prober_probe_total and prober_probe_duration_seconds). */
+  recordResult?(result: 'successful' | 'failed', seconds: number): void;
+  /** The worker ended for good (its metric series go). */
+  stopped?(): void;
 }
 
 /** kubelet runs an errored probe up to three times before giving up on that tick. */
@@ -62,6 +66,7 @@ export class ProbeWorker {
     this.clock.clearTimeout(this.timer);
     this.inFlight?.abort(new Error('probe worker stopped'));
     if (this.state.containerId) this.host.forget(this.state.containerId);
+    this.host.stopped?.();
   }
 
   private schedule(delayMs: number): void {
@@ -115,6 +120,7 @@ export class ProbeWorker {
     const title = probeTitles[this.type];
     const clog = this.log.child({ containerId });
     let outcome: ProbeOutcome;
+    const startedAt = this.clock.now();
     try {
       outcome = await this.runWithRetries(containerId);
     } catch (err) {
@@ -127,6 +133,7 @@ export class ProbeWorker {
       return;
     }
     if (this.stopped || this.state.containerId !== containerId) return;
+    this.host.recordResult?.(outcome.result === 'failure' ? 'failed' : 'successful', (this.clock.now() - startedAt) / 1000);
     if (outcome.result === 'failure') {
       clog.warn({ reason: 'Unhealthy', output: outcome.output }, `${title} probe failed: ${outcome.output.trimEnd()}`);
       this.host.warningEvent?.('Unhealthy', `${title} probe failed: ${outcome.output}`);

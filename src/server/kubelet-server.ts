@@ -17,6 +17,8 @@ import { readCriLog, type LogStream } from './cri-log.js';
 import { healthz, type HealthCheck } from './healthz.js';
 import { parseCommand, parsePodLogOptions, parsePorts, parseStreamOptions, RequestError, sinceNs } from './query.js';
 import { isLoopbackStreamingUrl, proxyUpgrade } from './stream-proxy.js';
+import type { KubeletMetrics } from './metrics.js';
+import { resourceMetrics, type CpuStats, type MemoryStats, type Summary } from './summary.js';
 
 export interface KubeletServerTls {
   /** The serving certificate (PEM chain) and key; empty while a requested one is not issued yet (handshakes then fail, as kubelet's). */
@@ -45,6 +47,10 @@ export interface KubeletServerOptions {
   /** The configuration /configz shows. */
   configz: () => object;
   healthChecks: HealthCheck[];
+  /** /metrics and /metrics/probes. */
+  metrics: Pick<KubeletMetrics, 'registry' | 'probeRegistry'>;
+  /** /stats/summary and /metrics/resource. */
+  stats: { summary(): Promise<Summary> };
   clock: Pick<Clock, 'now'>;
   log: Logger;
 }
@@ -215,6 +221,14 @@ export class KubeletServer {
           if (rest.length > 0) break;
           if (method !== 'GET') return this.methodNotAllowed(res);
           return this.reply(res, 200, toJson(this.opts.configz()), 'application/json');
+        case 'metrics':
+          if (rest.length > 1) break;
+          if (method !== 'GET') return this.methodNotAllowed(res);
+          return await this.metrics(res, rest[0]);
+        case 'stats':
+          if (rest.length !== 1 || rest[0] !== 'summary') break;
+          if (method !== 'GET' && method !== 'POST') return this.methodNotAllowed(res);
+          return await this.statsSummary(res, url.searchParams);
         case 'containerLogs':
           if (method !== 'GET') return this.methodNotAllowed(res);
           return await this.containerLogs(req, res, rest, url.searchParams);
@@ -235,6 +249,45 @@ export class KubeletServer {
       throw err;
     }
     this.reply(res, 404, notFoundBody);
+  }
+
+  /** /metrics, /metrics/probes, /metrics/resource in the Prometheus text format. */
+  private async metrics(res: ServerResponse, which: string | undefined): Promise<void> {
+    const { metrics } = this.opts;
+    let text: string;
+    let contentType = 'text/plain; version=0.0.4; charset=utf-8';
+    if (which === undefined) {
+      text = await metrics.registry.metrics();
+      contentType = metrics.registry.contentType;
+    } else if (which === 'probes') {
+      text = await metrics.probeRegistry.metrics();
+      contentType = metrics.probeRegistry.contentType;
+    } else if (which === 'resource') {
+      // As kubelet's collector: a failed read is the scrape error gauge, not a failed scrape.
+      const summary = await this.opts.stats.summary().catch((err: unknown) => {
+        this.opts.log.error({ err }, 'Error getting summary for resourceMetric prometheus endpoint');
+        return undefined;
+      });
+      text = resourceMetrics(summary);
+    } else {
+      return this.reply(res, 404, notFoundBody);
+    }
+    this.reply(res, 200, text, contentType);
+  }
+
+  /** /stats/summary: kubelet's statsapi Summary; only_cpu_and_memory=true keeps cpu and memory only. */
+  private async statsSummary(res: ServerResponse, query: URLSearchParams): Promise<void> {
+    const only = query.get('only_cpu_and_memory');
+    if (only !== null && only !== 'true' && only !== 'false') throw new RequestError(400, `invalid only_cpu_and_memory: "${only}"`);
+    let summary: Summary;
+    try {
+      summary = await this.opts.stats.summary();
+    } catch (err) {
+      this.opts.log.error({ err }, 'Failed to get the stats summary');
+      return this.reply(res, 500, `Internal Error: failed to get summary stats: ${(err as Error).message}`);
+    }
+    if (only === 'true') summary = cpuAndMemoryOnly(summary);
+    this.reply(res, 200, JSON.stringify(summary), 'application/json');
   }
 
   private methodNotAllowed(res: ServerResponse): void {
@@ -282,6 +335,16 @@ export class KubeletServer {
     return list.sort((a, b) => b.createdAt - a.createdAt || b.metadata.attempt - a.metadata.attempt);
   }
 
+  /**
+   * The running instance of a container. kubelet looks among the running containers only: an unknown container and one
+   * that is not running are both `container not found`, a 500 (its error is no gRPC NotFound).
+   */
+  private async runningInstance(pod: V1Pod, containerName: string): Promise<Container> {
+    const running = specContainer(pod, containerName) ? (await this.instances(pod, containerName)).find((c) => c.state === 'CONTAINER_RUNNING') : undefined;
+    if (!running) throw new RequestError(500, `container not found ("${containerName}")`);
+    return running;
+  }
+
   /** exec / attach / portForward: the session URL the runtime gives for the request. */
   private async sessionUrl(kind: 'exec' | 'attach' | 'portForward', rest: string[], query: URLSearchParams): Promise<URL> {
     const [namespace, podName] = rest as [string, string];
@@ -298,9 +361,7 @@ export class KubeletServer {
     const containerName = rest[rest.length - 1]!;
     const streams = parseStreamOptions(query);
     const command = kind === 'exec' ? parseCommand(query) : [];
-    if (!specContainer(pod, containerName)) throw new RequestError(404, `container not found ("${containerName}")`);
-    const running = (await this.instances(pod, containerName)).find((c) => c.state === 'CONTAINER_RUNNING');
-    if (!running) throw new RequestError(404, `container not found ("${containerName}")`);
+    const running = await this.runningInstance(pod, containerName);
     const url = kind === 'exec'
       ? await this.opts.runtime.exec(running.id, command, streams)
       : await this.opts.runtime.attach(running.id, streams);
@@ -313,9 +374,7 @@ export class KubeletServer {
     const containerName = rest[rest.length - 1]!;
     const pod = this.pod(namespace, podName, rest.length === 4 ? rest[2] : undefined);
     if (!pod) throw new RequestError(404, 'pod does not exist');
-    if (!specContainer(pod, containerName)) throw new RequestError(404, `container not found ("${containerName}")`);
-    const running = (await this.instances(pod, containerName)).find((c) => c.state === 'CONTAINER_RUNNING');
-    if (!running) throw new RequestError(404, `container not found ("${containerName}")`);
+    const running = await this.runningInstance(pod, containerName);
     const cmd = (query.get('cmd') ?? '').split(/\s+/).filter(Boolean);
     if (cmd.length === 0) throw new RequestError(400, 'missing cmd');
     const result = await this.opts.runtime.execSync(running.id, cmd, 0);
@@ -380,6 +439,20 @@ export class KubeletServer {
     }
     res.end();
   }
+}
+
+/** kubelet's GetCPUAndMemoryStats: the node, its system containers and the pods with cpu and memory alone. */
+function cpuAndMemoryOnly(s: Summary): Summary {
+  const keep = (o: { cpu?: CpuStats; memory?: MemoryStats }) => ({ ...(o.cpu ? { cpu: o.cpu } : {}), ...(o.memory ? { memory: o.memory } : {}) });
+  return {
+    node: {
+      nodeName: s.node.nodeName,
+      startTime: s.node.startTime,
+      ...keep(s.node),
+      ...(s.node.systemContainers ? { systemContainers: s.node.systemContainers.map((c) => ({ name: c.name, startTime: c.startTime, ...keep(c) })) } : {}),
+    },
+    pods: s.pods.map((p) => ({ podRef: p.podRef, startTime: p.startTime, ...keep(p), containers: p.containers.map((c) => ({ name: c.name, startTime: c.startTime, ...keep(c) })) })),
+  };
 }
 
 /** An HTTP answer written straight to a socket whose request asked for an upgrade; the connection then closes. */

@@ -71,8 +71,29 @@ spec:
     image: ${busybox}
     imagePullPolicy: IfNotPresent
     command: ["sh", "-c", "while true; do echo tick; sleep 0.3; done"]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: probed}
+spec:
+  terminationGracePeriodSeconds: 1
+  volumes: [{name: scratch, emptyDir: {}}]
+  containers:
+  - name: worker
+    image: ${busybox}
+    imagePullPolicy: IfNotPresent
+    volumeMounts: [{name: scratch, mountPath: /scratch}]
+    command: ["sh", "-c", "head -c 200000 /dev/zero > /scratch/blob; exec sleep 3600"]
+    readinessProbe: {exec: {command: ["true"]}, periodSeconds: 1}
+  - name: done
+    image: ${busybox}
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "exit 0"]
+  restartPolicy: OnFailure
 `);
   for (const name of ['logs', 'web']) cluster.track(await cluster.kubectl.waitForPod(name, 'running', running, { seen: cluster.uids }));
+  await cluster.kubectl.waitForPod('probed', 'running with its second container done', (p) => p.status?.phase === 'Running' &&
+    p.status.containerStatuses?.find((c) => c.name === 'done')?.state?.terminated !== undefined && p.status.containerStatuses.find((c) => c.name === 'worker')?.ready === true, { seen: cluster.uids });
   await cluster.kubectl.waitForPod('restarter', 'running again after a restart', (p) => running(p) && (p.status?.containerStatuses?.[0]?.restartCount ?? 0) >= 1, { seen: cluster.uids, timeoutMs: 90_000 });
 }, 300_000);
 
@@ -223,5 +244,114 @@ describe('straight to the kubelet port over HTTPS', () => {
     expect(await kubeletGet('/healthz', { token })).toEqual({ status: 200, body: 'ok' });
     expect((await kubeletGet('/configz', { token })).body).toContain(`"port":${port}`);
     expect(await kubeletGet(`/run/default/logs/b?cmd=echo+run-output`, { token, method: 'POST' })).toEqual({ status: 200, body: 'run-output\n' });
+    // As kubelet: exec and run look among running containers only, and answer 500 for one that is not running.
+    expect(await kubeletGet(`/run/default/probed/done?cmd=true`, { token, method: 'POST' })).toEqual({ status: 500, body: 'container not found ("done")' });
+  });
+});
+
+/** Prometheus text: every sample as [name, labels, value, timestamp]. */
+function parseExposition(text: string): { name: string; labels: Record<string, string>; value: number; timestamp?: number }[] {
+  return text.split('\n').filter((l) => l && !l.startsWith('#')).map((line) => {
+    const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)(?: (\d+))?$/.exec(line);
+    if (!m) throw new Error(`not a sample line: ${line}`);
+    const labels = Object.fromEntries([...(m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((l) => [l[1]!, l[2]!]));
+    return { name: m[1]!, labels, value: Number(m[3]), ...(m[4] ? { timestamp: Number(m[4]) } : {}) };
+  });
+}
+
+describe('metrics and stats through kube-apiserver (kubectl get --raw)', () => {
+  const raw = (path: string) => kubectl('get', '--raw', `/api/v1/nodes/${cluster.nodeName}/proxy${path}`);
+  const one = (samples: ReturnType<typeof parseExposition>, name: string, labels: Record<string, string> = {}) =>
+    samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
+  const podsOnNode = async () =>
+    (JSON.parse(await kubectl('get', 'pods', '-A', '-o', 'json', '--field-selector', `spec.nodeName=${cluster.nodeName}`)) as { items: V1Pod[] }).items;
+
+  test('/metrics: kubelet metrics with the running pods and containers, runtime operations, process metrics', async () => {
+    const running = (await podsOnNode()).filter((p) => p.status?.phase === 'Running');
+    const samples = parseExposition(await raw('/metrics'));
+    expect(one(samples, 'kubelet_node_name', { node: cluster.nodeName })[0]?.value).toBe(1);
+    expect(one(samples, 'kubelet_running_pods')[0]?.value).toBe(running.length);
+    const runningContainers = running.reduce((n, p) => n + (p.status?.containerStatuses ?? []).filter((c) => c.state?.running).length, 0);
+    expect(one(samples, 'kubelet_running_containers', { container_state: 'running' })[0]?.value).toBe(runningContainers);
+    expect(one(samples, 'kubelet_running_containers', { container_state: 'exited' })[0]?.value).toBeGreaterThanOrEqual(1);
+    expect(one(samples, 'kubelet_runtime_operations_total', { operation_type: 'list_podsandbox' })[0]?.value).toBeGreaterThan(0);
+    expect(one(samples, 'kubelet_runtime_operations_total', { operation_type: 'run_podsandbox' })[0]?.value).toBeGreaterThanOrEqual(4);
+    expect(one(samples, 'kubelet_runtime_operations_duration_seconds_bucket', { operation_type: 'create_container', le: '0.005' })).toHaveLength(1);
+    expect(one(samples, 'kubelet_started_pods_total')[0]?.value).toBeGreaterThanOrEqual(4);
+    expect(one(samples, 'kubelet_started_containers_total', { container_type: 'container' })[0]?.value).toBeGreaterThanOrEqual(8);
+    expect(one(samples, 'kubelet_pod_start_sli_duration_seconds_count', { first_with_network: 'false' })[0]?.value).toBeGreaterThanOrEqual(1);
+    expect(one(samples, 'kubelet_pod_start_duration_seconds_count')[0]?.value).toBeGreaterThanOrEqual(4);
+    expect(one(samples, 'kubelet_pod_worker_duration_seconds_count', { operation_type: 'create' })[0]?.value).toBeGreaterThanOrEqual(4);
+    expect(one(samples, 'kubelet_pleg_relist_duration_seconds_count')[0]?.value).toBeGreaterThan(0);
+    expect(one(samples, 'kubelet_pleg_relist_interval_seconds_count')[0]?.value).toBeGreaterThan(0);
+    expect(one(samples, 'process_resident_memory_bytes')[0]?.value).toBeGreaterThan(0);
+    expect(one(samples, 'nodejs_heap_size_used_bytes')[0]?.value).toBeGreaterThan(0);
+  });
+
+  test('/metrics/probes: prober_probe_total per container and result', async () => {
+    const probed = (await podsOnNode()).find((p) => p.metadata?.name === 'probed')!;
+    const samples = parseExposition(await raw('/metrics/probes'));
+    const labels = { probe_type: 'Readiness', result: 'successful', container: 'worker', pod: 'probed', namespace: 'default', pod_uid: probed.metadata!.uid! };
+    expect(one(samples, 'prober_probe_total', labels)[0]?.value).toBeGreaterThanOrEqual(1);
+    expect(one(samples, 'prober_probe_total', { ...labels, result: 'failed' })).toEqual([]);
+    expect(one(samples, 'prober_probe_duration_seconds_count', { probe_type: 'Readiness', container: 'worker', pod: 'probed' })[0]?.value).toBeGreaterThanOrEqual(1);
+  });
+
+  test('/metrics/resource: node, pod and container cpu and working set, with timestamps', async () => {
+    const samples = parseExposition(await raw('/metrics/resource'));
+    expect(one(samples, 'resource_scrape_error')[0]?.value).toBe(0);
+    expect(one(samples, 'node_cpu_usage_seconds_total')[0]?.value).toBeGreaterThan(0);
+    expect(one(samples, 'node_memory_working_set_bytes')[0]?.value).toBeGreaterThan(0);
+    const web = { pod: 'web', namespace: 'default' };
+    for (const container of ['httpd', 'ticker']) {
+      const cpu = one(samples, 'container_cpu_usage_seconds_total', { container, ...web })[0];
+      expect(cpu?.value).toBeGreaterThan(0);
+      expect(Math.abs(cpu!.timestamp! - Date.now())).toBeLessThan(120_000);
+      expect(one(samples, 'container_memory_working_set_bytes', { container, ...web })[0]?.value).toBeGreaterThan(0);
+      expect(one(samples, 'container_start_time_seconds', { container, ...web })[0]?.value).toBeGreaterThan(Date.now() / 1000 - 3600);
+    }
+    expect(one(samples, 'pod_cpu_usage_seconds_total', web)[0]?.value).toBeGreaterThan(0);
+    expect(one(samples, 'pod_memory_working_set_bytes', web)[0]?.value).toBeGreaterThan(0);
+    // A container that is not running has no series.
+    expect(one(samples, 'container_cpu_usage_seconds_total', { container: 'done', pod: 'probed' })).toEqual([]);
+  });
+
+  test('/stats/summary: the node and the running pods with cpu, memory, network, logs, volumes and ephemeral storage', async () => {
+    interface Fs { usedBytes?: number; capacityBytes?: number; availableBytes?: number }
+    interface PodStats {
+      podRef: { name: string; namespace: string; uid: string };
+      containers: { name: string; cpu?: { usageCoreNanoSeconds?: number }; memory?: { workingSetBytes?: number }; rootfs?: Fs; logs?: Fs }[];
+      cpu?: { usageCoreNanoSeconds?: number }; memory?: { workingSetBytes?: number }; network?: { rxBytes?: number; interfaces: unknown[] };
+      volume?: (Fs & { name: string })[]; 'ephemeral-storage'?: Fs;
+    }
+    const summary = JSON.parse(await raw('/stats/summary')) as {
+      node: { nodeName: string; cpu?: { usageCoreNanoSeconds?: number }; memory?: { workingSetBytes?: number; availableBytes?: number }; fs?: Fs; runtime?: { imageFs?: Fs }; rlimit?: { maxpid?: number } };
+      pods: PodStats[];
+    };
+    expect(summary.node.nodeName).toBe(cluster.nodeName);
+    expect(summary.node.cpu?.usageCoreNanoSeconds).toBeGreaterThan(0);
+    expect(summary.node.memory?.workingSetBytes).toBeGreaterThan(0);
+    expect(summary.node.fs?.capacityBytes).toBeGreaterThan(0);
+    expect(summary.node.runtime?.imageFs?.usedBytes).toBeGreaterThan(0);
+    expect(summary.node.rlimit?.maxpid).toBeGreaterThan(0);
+    const running = (await podsOnNode()).filter((p) => p.status?.phase === 'Running');
+    expect(summary.pods.map((p) => p.podRef.uid).sort()).toEqual(running.map((p) => p.metadata!.uid!).sort());
+    const web = summary.pods.find((p) => p.podRef.name === 'web')!;
+    expect(web.containers.map((c) => c.name).sort()).toEqual(['httpd', 'ticker']);
+    const ticker = web.containers.find((c) => c.name === 'ticker')!;
+    expect(ticker.cpu?.usageCoreNanoSeconds).toBeGreaterThan(0);
+    expect(ticker.memory?.workingSetBytes).toBeGreaterThan(0);
+    expect(ticker.logs?.usedBytes).toBeGreaterThan(0);
+    expect(ticker.rootfs?.capacityBytes).toBeGreaterThan(0);
+    expect(web.cpu?.usageCoreNanoSeconds).toBeGreaterThan(0);
+    expect(web.memory?.workingSetBytes).toBeGreaterThan(0);
+    expect(web.network?.interfaces.length).toBeGreaterThan(0);
+    const probed = summary.pods.find((p) => p.podRef.name === 'probed')!;
+    expect(probed.containers.map((c) => c.name)).toEqual(['worker']);
+    const scratch = probed.volume?.find((v) => v.name === 'scratch');
+    expect(scratch?.usedBytes).toBeGreaterThanOrEqual(200_000);
+    expect(probed['ephemeral-storage']?.usedBytes).toBeGreaterThanOrEqual(200_000);
+    const only = JSON.parse(await raw('/stats/summary?only_cpu_and_memory=true')) as { pods: PodStats[] };
+    expect(Object.keys(only.pods.find((p) => p.podRef.name === 'web')!).sort()).toEqual(['containers', 'cpu', 'memory', 'podRef', 'startTime']);
   });
 });

@@ -3,6 +3,7 @@
 // retries and back-off on the clock, and the statuses it publishes.
 import type { V1Pod } from '@kubernetes/client-node';
 import { PodWorker } from '../../../src/lifecycle/pod-worker.js';
+import { PodStartupLatencyTracker } from '../../../src/execution/pod-startup-latency.js';
 import { lifecycleFakes, testImage, type LifecycleFakes } from '../fakes/lifecycle-deps.js';
 
 const uid = 'uid-1';
@@ -226,5 +227,63 @@ describe('terminating', () => {
     await orphan.terminated;
     expect(t.f.runtime.callsOf('stopContainer').map((c) => c.args.timeoutSeconds)).toEqual([7]);
     expect(t.f.runtime.peek()).toEqual({ sandboxes: [], containers: [] });
+  });
+});
+
+describe('metrics', () => {
+  /** The metrics the worker and its sync steps record, as calls. */
+  function recording() {
+    const calls: string[] = [];
+    const record = (name: string) => (...args: unknown[]) => void calls.push(`${name} ${args.map(String).join(' ')}`.trim());
+    const metrics = {
+      runtimeOperation: record('runtimeOperation'), relist: record('relist'), runtimeCounts: record('runtimeCounts'),
+      podWorkerSync: record('podWorkerSync'), podStarted: record('podStarted'), podStartSli: record('podStartSli'),
+      sandboxStarted: record('sandboxStarted'), containerStarted: record('containerStarted'), containerStartFailed: record('containerStartFailed'),
+      probeResult: record('probeResult'), probeWorkerStopped: record('probeWorkerStopped'),
+    };
+    return { calls, metrics };
+  }
+
+  test("a new pod: kubelet's started counters, the create sync then plain syncs, its start and startup SLI once", async () => {
+    const f = lifecycleFakes();
+    const { calls, metrics } = recording();
+    const startupLatency = new PodStartupLatencyTracker();
+    const created = new Date(f.clock.now() - 3_000);
+    const pod: V1Pod = { ...basePod(), metadata: { ...basePod().metadata, creationTimestamp: created } };
+    const worker = new PodWorker({ ...f.deps, metrics, startupLatency }, pod, { uid, name: 'web', namespace: 'default', gracePeriodSeconds: 30 });
+    worker.wake();
+    await f.clock.advance(0);
+    expect(calls).toEqual(['sandboxStarted false', 'containerStarted container', 'podStarted 0', 'podStartSli 3 true', 'podWorkerSync create 0']);
+    calls.length = 0;
+    worker.wake();
+    await f.clock.advance(0);
+    expect(calls).toEqual(['podWorkerSync sync 0']);
+    calls.length = 0;
+    worker.terminate();
+    await f.clock.advance(0);
+    expect(calls).toEqual(['podWorkerSync kill 0']);
+  });
+
+  test('a pod already running when its worker first sees it (adopted) counts no start', async () => {
+    const f = lifecycleFakes();
+    const first = new PodWorker(f.deps, basePod(), { uid, name: 'web', namespace: 'default', gracePeriodSeconds: 30 });
+    first.wake();
+    await f.clock.advance(0);
+    first.stop();
+    const { calls, metrics } = recording();
+    const adopted = new PodWorker({ ...f.deps, metrics, startupLatency: new PodStartupLatencyTracker() }, basePod(), { uid, name: 'web', namespace: 'default', gracePeriodSeconds: 30 });
+    adopted.wake();
+    await f.clock.advance(0);
+    expect(calls).toEqual(['podWorkerSync create 0']);
+  });
+
+  test('a failed container start is counted with its gRPC code', async () => {
+    const f = lifecycleFakes();
+    const { calls, metrics } = recording();
+    f.runtime.failNext('createContainer', 'Unknown');
+    const worker = new PodWorker({ ...f.deps, metrics }, basePod(), { uid, name: 'web', namespace: 'default', gracePeriodSeconds: 30 });
+    worker.wake();
+    await f.clock.advance(0);
+    expect(calls.filter((c) => c.startsWith('container'))).toEqual(['containerStarted container', 'containerStartFailed container Unknown']);
   });
 });

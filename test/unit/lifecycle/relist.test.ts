@@ -6,7 +6,7 @@ import type { PodSandboxConfig } from '../../../src/cri/types.js';
 import { computePodActions } from '../../../src/decisions/compute-actions.js';
 import { crashBackoffKey, executePodActions } from '../../../src/execution/sync-pod.js';
 import { podUidLabel } from '../../../src/execution/labels.js';
-import { Relister, type RelistHandler } from '../../../src/lifecycle/relist.js';
+import { Relister, runtimeCounts, type RelistHandler } from '../../../src/lifecycle/relist.js';
 import type { NodeRuntimeSnapshot } from '../../../src/lifecycle/runtime-observer.js';
 import { lifecycleFakes, testImage, type LifecycleFakes } from '../fakes/lifecycle-deps.js';
 import { recordingLogger } from '../prober/fake-log.js';
@@ -193,4 +193,19 @@ test('run relists every period of the injected clock until its signal aborts', a
   await running;
   await t.f.clock.advance(5_000);
   expect(t.handler.relists).toHaveLength(5);
+});
+
+describe('runtimeCounts', () => {
+  test("pods with a ready sandbox, and the pods' containers by state (not their sandboxes), as kubelet counts", () => {
+    const uid = (u: string) => ({ [podUidLabel]: u });
+    const sandbox = (id: string, u: string, state: 'SANDBOX_READY' | 'SANDBOX_NOTREADY') =>
+      ({ id, metadata: { name: id, uid: u, namespace: 'ns', attempt: 0 }, state, createdAt: 0, labels: uid(u), annotations: {}, runtimeHandler: '' });
+    const container = (id: string, u: string | undefined, state: 'CONTAINER_RUNNING' | 'CONTAINER_EXITED' | 'CONTAINER_CREATED') =>
+      ({ id, podSandboxId: '', metadata: { name: id, attempt: 0 }, image: { image: '', annotations: {} }, imageRef: '', state, createdAt: 0, labels: u ? uid(u) : {}, annotations: {} });
+    const counts = runtimeCounts({
+      sandboxes: [sandbox('s1', 'a', 'SANDBOX_READY'), sandbox('s0', 'a', 'SANDBOX_NOTREADY'), sandbox('s2', 'b', 'SANDBOX_NOTREADY'), sandbox('s3', 'c', 'SANDBOX_READY')],
+      containers: [container('c1', 'a', 'CONTAINER_RUNNING'), container('c2', 'a', 'CONTAINER_EXITED'), container('c3', 'c', 'CONTAINER_CREATED'), container('x', undefined, 'CONTAINER_RUNNING')],
+    });
+    expect(counts).toEqual({ runningPods: 2, containers: { created: 1, running: 1, exited: 1, unknown: 0 } });
+  });
 });
