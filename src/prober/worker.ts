@@ -5,7 +5,6 @@ import { ProbeError, type ProbeOutcome } from './outcome.js';
 import type { ProbeResult, ProbeType } from '../core/probe-results.js';
 import { probeTitles, type ProbeSettings } from './probe-spec.js';
 import { initialWorkerState, nextTickDelay, recordOutcome, tick, type ProbeTarget, type WorkerState } from './worker-state.js';
-import { kubeletErrorText } from '../cri/errors.js';
 
 /** What a worker needs from its manager; every call returns the latest known state. */
 export interface ProbeWorkerHost {
@@ -122,7 +121,7 @@ export class ProbeWorker {
       if (this.stopped) return;
       // A ProbeError's message says it all; anything else is unexpected and keeps its details.
       const details = err instanceof ProbeError ? (err.field ? { field: err.field } : {}) : { err };
-      const message = `${title} probe errored and resulted in unknown state: ${kubeletErrorText(err)}`;
+      const message = `${title} probe errored and resulted in unknown state: ${err instanceof Error ? err.message : String(err)}`;
       clog.warn({ reason: 'Unhealthy', ...details }, message);
       this.host.warningEvent?.('Unhealthy', message);
       return;
