@@ -95,7 +95,9 @@ const pods: { name: string; spec: Record<string, unknown>; when: (p: V1Pod) => b
       restartPolicy: 'Never',
       containers: [{ name: 'app', image: busybox, command: ['sh', '-c', 'sleep 1; x=a; while true; do x=$x$x; done'], resources: { limits: { memory: '20Mi' } } }],
     },
-    when: (p) => p.status?.phase === 'Failed',
+    // Settled: Failed with the sandbox stopped. (Either agent may first write Failed with the sandbox still up; kubelet's
+    // status manager, which reads the pod before each write, usually coalesces that with the next.)
+    when: (p) => p.status?.phase === 'Failed' && p.status.conditions?.find((c) => c.type === 'PodReadyToStartContainers')?.status === 'False',
   },
   {
     name: 'badimage',
@@ -109,7 +111,7 @@ const pods: { name: string; spec: Record<string, unknown>; when: (p: V1Pod) => b
  */
 const deliberate: { path: RegExp; reason: string }[] = [
   {
-    path: /^event only from (kubelet|nodelet): \w+ \| .* \| Unhealthy \| .* probe errored and resulted in unknown state: rpc error: code = \w+ desc = failed to exec in container: /,
+    path: /^event only from (kubelet|nodelet): \w+ \| .* \| Unhealthy \| .* probe errored: rpc error: code = \w+ desc = failed to exec in container: /,
     reason: 'timing: nodelet probes a container from the sync that started it, kubelet from its next sync (~1 s later); an exec probe that meets the container exiting errors',
   },
 ];
@@ -144,7 +146,7 @@ const kubeletContainerdRunning = (() => {
   }
 })();
 for (const problem of await BenchKubelet.restoreLeftovers(placement)) console.warn(`parity: restoring an earlier run's leftovers: ${problem}`);
-await execa('bash', [join(repoRoot, 'scripts/runtime.sh'), 'up'], { env: { NODELET_RUNTIME_INSTANCE: 'kubelet' }, stdout: 'ignore', stderr: 'ignore' });
+await execa('bash', [join(repoRoot, 'scripts/runtime.sh'), 'up'], { env: { NODELET_RUNTIME_INSTANCE: 'kubelet' } });
 const originalKubeletConflist = await readFile(kubeletConflist, 'utf8');
 await writeNodeletCniConf();
 
