@@ -111,6 +111,10 @@ const pods: { name: string; spec: Record<string, unknown>; when: (p: V1Pod) => b
  */
 const deliberate: { path: RegExp; reason: string }[] = [
   {
+    path: /^oom\.(runtime|cgroups)\./,
+    reason: 'not done yet: nodelet removes a pod that ended (Failed, Succeeded) from the runtime; kubelet stops it and keeps its sandbox and last containers until the pod is deleted',
+  },
+  {
     path: /^event only from (kubelet|nodelet): \w+ \| .* \| Unhealthy \| .* probe errored: rpc error: code = \w+ desc = failed to exec in container: /,
     reason: 'timing: nodelet probes a container from the sync that started it, kubelet from its next sync (~1 s later); an exec probe that meets the container exiting errors',
   },
