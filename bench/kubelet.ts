@@ -108,7 +108,7 @@ export async function lastContainerStartedMs(cri: CriClient, t0Epoch: number, si
 }
 
 /** A free loopback TCP port (the kernel's pick, released for kubelet to bind). */
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.once('error', reject);

@@ -308,7 +308,7 @@ function clusterTable(r: ClusterResults): string {
   lines.push(`  1 pod    nodelet ${r.single.nodelet.samplesMs.join(', ')}`);
   lines.push(`  ${`${r.pods} pods`.padEnd(8)} floor   ${r.burst.floor.samplesMs.join(', ')}`);
   lines.push(`  ${`${r.pods} pods`.padEnd(8)} nodelet ${r.burst.nodelet.samplesMs.join(', ')}`);
-  lines.push(`create + bind by the bench (inside nodelet's figures): 1 pod median ${fmtMs(r.single.nodelet.createAndBindMedianMs)}; ${r.pods} pods, last bound at ${fmtMs(r.burst.nodelet.createAndBindLastMedianMs)} (median)`);
+  lines.push(`the bench's create of the bound pod (inside nodelet's figures): 1 pod median ${fmtMs(r.single.nodelet.createAndBindMedianMs)}; ${r.pods} pods, last created at ${fmtMs(r.burst.nodelet.createAndBindLastMedianMs)} (median)`);
   lines.push('');
   lines.push(`where the time goes (agent log and watch, ms after the pod's create call; medians over reps):`);
   const sw = [46, 10, 20, 10];
