@@ -285,6 +285,12 @@ class ClusterPhase {
     await this.admin.request({ method: 'PATCH', path: '/apis/apps/v1/namespaces/kube-system/daemonsets/kube-proxy', contentType: strategicMergePatch,
       body: { spec: { template: { spec: { nodeSelector: { 'nodelet.bench/kube-proxy': 'never' } } } } } });
     await this.admin.request({ method: 'POST', path: '/api/v1/namespaces', body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: benchNamespace } } });
+    // Pods are admitted once the namespace's ServiceAccount exists (the ServiceAccount admission plugin).
+    const deadline = now() + 60_000;
+    while (!(await this.admin.request({ method: 'GET', path: `/api/v1/namespaces/${benchNamespace}/serviceaccounts/default` }).then(() => true, (err: unknown) => {
+      if (isNotFound(err) && now() < deadline) return false;
+      throw err;
+    }))) await delay(200);
     this.nodeKubeconfig = await nodeCredentials(this.plane.dir, benchNode);
     await run('ip', ['addr', 'flush', 'dev', podBridge, 'scope', 'global']).catch(() => undefined);
     progress(`cluster: control plane at ${this.plane.server} (audit log ${this.auditLog})`);
