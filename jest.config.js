@@ -7,8 +7,7 @@ export default {
       displayName: 'unit',
       testEnvironment: 'node',
       transform: {},
-      // The test API server's own tests live with it (test/apiserver/unit), so removing it is one `git rm -r test/apiserver`.
-      roots: ['<rootDir>/dist/test/unit', '<rootDir>/dist/test/apiserver/unit'],
+      roots: ['<rootDir>/dist/test/unit'],
       testMatch: ['**/*.test.js'],
     },
     {

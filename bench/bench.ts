@@ -15,7 +15,7 @@
 // CPU (its own; its reaped children apart) and RSS over --probe-seconds. Exec probes run in containerd and the pods'
 // shims, not in the agent: their CPU is printed beside it. The bench does not poll the agent during that window.
 //
-// Cluster mode (bench/cluster.ts): the pod startup latency SLI through the test API server and its watch, beside the floor.
+// Cluster mode (bench/cluster.ts): the pod startup latency SLI through the real control plane (test/cluster) and its watch, beside the floor.
 //
 // Usage: node dist/bench/bench.js [--only startup|probes|cluster] [--reps N] [--pods N] [--probe-pods N] [--probe-seconds N] [--json]
 //          [--sa-token] [--agent-v N] [--agent-log FILE] [--agent-cpu-prof FILE] [--agent-heap-prof FILE]

@@ -1,25 +1,27 @@
-// The cluster phase: the pod startup latency SLI through the test API server beside the floor, and the API requests per pod.
+// The cluster phase: the pod startup latency SLI through the real API server beside the floor, and the API requests per pod.
 //
-// nodelet in cluster mode against the test API server. It measures the pod startup latency SLI as sig-scalability defines
+// nodelet in cluster mode, the node of the real control plane (test/cluster/control-plane.ts: etcd, kube-apiserver,
+// kube-controller-manager, kube-scheduler built from the upstream modules) in the bench's directory. It measures the pod startup latency SLI as sig-scalability defines
 // it (from the pod's creation until all its containers are reported started, as observed through a watch; images already
 // present) for 1 pod and for --pods pods created at once, beside the raw CRI floor of the same run; the latency of one pod
 // status write on this API server; and, from the server's audit log, the API requests nodelet made per pod started and its
 // status writes per pod from Pending to Running.
 //
 // Start of a pod: the bench's high-resolution clock just before its create call (creationTimestamp has second precision).
-// Each pod is bound right after its create returns: a v1 Binding with the pod's uid, posted as kube-scheduler's
-// DefaultBinder does (test/apiserver/scheduler.ts bindPod), but over the bench's kept-alive admin connection: bindPod opens
-// two fresh TLS connections per pod, whose handshakes would load the process that also serves the API during the burst.
+// Each pod is created bound (spec.nodeName), so kube-scheduler's latency, which is not the node's, stays out of the figure.
 // End: the arrival at the bench of the watch event in which every container of the pod has started=true and is running.
-// The API server runs inside the bench process; the agent is the bin file, as in the other phases.
-import { mkdir, readFile } from 'node:fs/promises';
+// The control plane's processes run beside the bench; the agent is the bin file, as in the other phases.
+import { execFile } from 'node:child_process';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { promisify } from 'node:util';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { V1Node, V1Pod, V1PodList } from '@kubernetes/client-node';
 import { isGone, isNotFound, KubeClient, strategicMergePatch, type WatchEvent } from '../src/kubeapi/client.js';
 import { loadKubeconfig } from '../src/kubeapi/kubeconfig.js';
-import { startTestApiServer, type TestApiServer } from '../test/apiserver/test-apiserver.js';
+import { down, ensureBinaries, nodeCredentials, up, type ControlPlane } from '../test/cluster/control-plane.js';
 import type { LogLine } from './agent.js';
+import { freePort } from './kubelet.js';
 import type { FloorSample } from './floor.js';
 import type { Bench } from './session.js';
 import { cleanupSteps, errorText, fmtMs, median, now, percentile, progress, round1, round2, round3, stepMedians, type StepMedians } from './util.js';
@@ -34,6 +36,18 @@ const nodeReadyTimeoutMs = 60_000;
 const statusWriteWarmups = 5;
 const statusWriteSamples = 20;
 const scratchPod = 'status-write-probe';
+/** The scratch pod's node: none runs it (an unbound pod would be scheduled to the bench's node). */
+const nowhereNode = 'nodelet-bench-nowhere';
+/** The rig's pod bridge: nodelet gives it the gateway of the podCIDR the controller-manager allocates; flushed after. */
+const podBridge = 'nodelet0';
+/** kube-apiserver's audit policy: every request's outcome (who, what, response code), for the requests per pod. */
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+`;
+const run = promisify(execFile);
 
 /** All the pod's containers reported started (started=true, state running): the SLI's end. */
 function allContainersStarted(pod: V1Pod): boolean {
@@ -225,8 +239,9 @@ export interface ClusterResults {
 }
 
 class ClusterPhase {
-  api?: TestApiServer;
+  plane?: ControlPlane;
   admin?: KubeClient;
+  nodeKubeconfig = '';
   private readonly watchStop = new AbortController();
   private watching?: Promise<void>;
   private resourceVersion = '';
@@ -248,13 +263,37 @@ class ClusterPhase {
     return `/api/v1/namespaces/${benchNamespace}/pods`;
   }
 
-  async startApiServer(): Promise<void> {
+  async startControlPlane(): Promise<void> {
     await mkdir(this.dir, { recursive: true });
-    this.api = await startTestApiServer({ dir: join(this.dir, 'apiserver'), nodeNames: [benchNode], auditLogPath: this.auditLog });
+    const policy = join(this.dir, 'audit-policy.yaml');
+    await writeFile(policy, auditPolicy);
+    const ports: number[] = [];
+    while (ports.length < 6) {
+      const p = await freePort();
+      if (!ports.includes(p)) ports.push(p);
+    }
+    const [apiServerPort, etcdClientPort, etcdPeerPort, etcdMetricsPort, controllerManagerPort, schedulerPort] = ports as [number, number, number, number, number, number];
+    this.plane = await up({
+      dir: join(this.dir, 'control-plane'), binDir: await ensureBinaries(progress), log: progress,
+      apiServerPort, etcdClientPort, etcdPeerPort, etcdMetricsPort, controllerManagerPort, schedulerPort,
+      extraArgs: { 'kube-apiserver': [`--audit-policy-file=${policy}`, `--audit-log-path=${this.auditLog}`, '--audit-log-maxsize=500'] },
+    });
     // The bench's own client: kept-alive connections, no client-side rate limit to speak of.
-    this.admin = new KubeClient(await loadKubeconfig(this.api.adminKubeconfig), { qps: 10_000, burst: 10_000, userAgent: 'nodelet-bench' });
+    this.admin = new KubeClient(await loadKubeconfig(this.plane.adminKubeconfig), { qps: 10_000, burst: 10_000, userAgent: 'nodelet-bench' });
+    // kubeadm's addons would put CoreDNS and kube-proxy pods on the node, pulling images from registry.k8s.io.
+    await this.admin.request({ method: 'PATCH', path: '/apis/apps/v1/namespaces/kube-system/deployments/coredns/scale', contentType: strategicMergePatch, body: { spec: { replicas: 0 } } });
+    await this.admin.request({ method: 'PATCH', path: '/apis/apps/v1/namespaces/kube-system/daemonsets/kube-proxy', contentType: strategicMergePatch,
+      body: { spec: { template: { spec: { nodeSelector: { 'nodelet.bench/kube-proxy': 'never' } } } } } });
     await this.admin.request({ method: 'POST', path: '/api/v1/namespaces', body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: benchNamespace } } });
-    progress(`cluster: test API server at ${this.api.url} (audit log ${this.auditLog})`);
+    // Pods are admitted once the namespace's ServiceAccount exists (the ServiceAccount admission plugin).
+    const deadline = now() + 60_000;
+    while (!(await this.admin.request({ method: 'GET', path: `/api/v1/namespaces/${benchNamespace}/serviceaccounts/default` }).then(() => true, (err: unknown) => {
+      if (isNotFound(err) && now() < deadline) return false;
+      throw err;
+    }))) await delay(200);
+    this.nodeKubeconfig = await nodeCredentials(this.plane.dir, benchNode);
+    await run('ip', ['addr', 'flush', 'dev', podBridge, 'scope', 'global']).catch(() => undefined);
+    progress(`cluster: control plane at ${this.plane.server} (audit log ${this.auditLog})`);
   }
 
   /** Watches the namespace's pods for the whole phase; the handler marks pods whose containers all started. */
@@ -308,7 +347,7 @@ class ClusterPhase {
 
   async startAgent(): Promise<void> {
     const { bench } = this;
-    await bench.startAgent(['--kubeconfig', this.api!.nodeKubeconfig(benchNode)], this.dir);
+    await bench.startAgent(['--kubeconfig', this.nodeKubeconfig], this.dir);
     const deadline = now() + nodeReadyTimeoutMs;
     for (;;) {
       const node = await this.admin!.request<V1Node>({ method: 'GET', path: `/api/v1/nodes/${benchNode}` }).catch((err: unknown) => {
@@ -328,7 +367,7 @@ class ClusterPhase {
   async measureStatusWrite(): Promise<ClusterResults['statusWrite']> {
     const { bench } = this;
     const admin = this.admin!;
-    await admin.request({ method: 'POST', path: this.podsPath, body: { apiVersion: 'v1', kind: 'Pod', metadata: { name: scratchPod }, spec: { ...podSpec(), automountServiceAccountToken: false } } });
+    await admin.request({ method: 'POST', path: this.podsPath, body: { apiVersion: 'v1', kind: 'Pod', metadata: { name: scratchPod }, spec: { ...podSpec(), nodeName: nowhereNode, automountServiceAccountToken: false } } });
     const times: number[] = [];
     for (let i = 0; i < statusWriteWarmups + statusWriteSamples; i++) {
       // A condition whose message changes every time: each patch is a real write (a new resourceVersion, a watch event).
@@ -337,7 +376,7 @@ class ClusterPhase {
       await admin.request({ method: 'PATCH', path: `${this.podsPath}/${scratchPod}/status`, body: patch, contentType: strategicMergePatch, signal: bench.signal });
       if (i >= statusWriteWarmups) times.push(now() - t);
     }
-    // Unbound: the API server deletes it at once.
+    // No node runs it: deleted at once with grace 0.
     await admin.request({ method: 'DELETE', path: `${this.podsPath}/${scratchPod}`, body: { kind: 'DeleteOptions', apiVersion: 'v1', gracePeriodSeconds: 0 } });
     return {
       medianMs: round2(median(times)),
@@ -353,8 +392,8 @@ class ClusterPhase {
       apiVersion: 'v1',
       kind: 'Pod',
       metadata: { name, namespace: benchNamespace, labels: { app: 'nodelet-bench' } },
-      // By default the same pod as the floor's: no service account token volume (the floor mounts none).
-      spec: { ...podSpec(), ...(this.bench.opts.saToken ? {} : { automountServiceAccountToken: false }) },
+      // By default the same pod as the floor's: no service account token volume (the floor mounts none). Created bound.
+      spec: { ...podSpec(), nodeName: benchNode, ...(this.bench.opts.saToken ? {} : { automountServiceAccountToken: false }) },
     };
   }
 
@@ -373,13 +412,7 @@ class ClusterPhase {
     const creations = names.map(async (name) => {
       const track = this.current.get(name)!;
       track.startMs = now() - this.sampleT0;
-      const created = await admin.request<V1Pod>({ method: 'POST', path: this.podsPath, body: this.podObject(name), signal: bench.signal });
-      await admin.request({
-        method: 'POST',
-        path: `${this.podsPath}/${name}/binding`,
-        body: { apiVersion: 'v1', kind: 'Binding', metadata: { namespace: benchNamespace, name, uid: created.metadata?.uid }, target: { kind: 'Node', name: benchNode } },
-        signal: bench.signal,
-      });
+      await admin.request<V1Pod>({ method: 'POST', path: this.podsPath, body: this.podObject(name), signal: bench.signal });
       track.boundMs = now() - this.sampleT0;
     });
     await Promise.all(creations);
@@ -430,7 +463,7 @@ class ClusterPhase {
   async close(): Promise<string[]> {
     const { errors, step } = cleanupSteps();
     const { bench } = this;
-    if (this.admin && this.api && bench.agent?.running) {
+    if (this.admin && this.plane && bench.agent?.running) {
       progress('cluster: deleting the pods through the API and waiting until nodelet removed them...');
       await step('deleting the cluster pods', () => this.deletePods());
     }
@@ -439,9 +472,13 @@ class ClusterPhase {
     this.watchStop.abort();
     await this.watching;
     this.admin?.close();
-    if (this.api) {
-      progress('cluster: stopping the test API server...');
-      await step('stopping the test API server', () => this.api!.stop());
+    if (this.plane) {
+      progress('cluster: stopping the control plane...');
+      await step('stopping the control plane', async () => {
+        await down(this.plane!.dir);
+        await rm(this.plane!.dir, { recursive: true, force: true });
+      });
+      await step('flushing the pod bridge', () => run('ip', ['addr', 'flush', 'dev', podBridge, 'scope', 'global']).then(() => undefined));
     }
     return errors;
   }
@@ -468,8 +505,8 @@ export async function runClusterPhase(bench: Bench): Promise<ClusterResults> {
 
 async function measure(phase: ClusterPhase): Promise<ClusterResults> {
   const { bench } = phase;
-  progress('cluster: starting the test API server...');
-  await phase.startApiServer();
+  progress('cluster: starting the control plane...');
+  await phase.startControlPlane();
   await phase.startWatch();
   progress('cluster: starting nodelet with --kubeconfig...');
   await phase.startAgent();
@@ -514,7 +551,7 @@ async function measure(phase: ClusterPhase): Promise<ClusterResults> {
           const s = await nodeletOnce(n === 1 ? [`cs${k}`] : batch(`cb${k}`), n === 1 ? singleTimeoutMs : burstTimeoutMs);
           (n === 1 ? single : burst).push(s);
           const lat = podLatencies(s);
-          progress(n === 1 ? `  nodelet ${fmtMs(lat[0]!)} (create+bind ${fmtMs(s.tracks[0]!.boundMs! - s.tracks[0]!.startMs)})`
+          progress(n === 1 ? `  nodelet ${fmtMs(lat[0]!)} (create ${fmtMs(s.tracks[0]!.boundMs! - s.tracks[0]!.startMs)})`
             : `  nodelet last pod ${fmtMs(lastPodMs(s))}, per pod p50 ${fmtMs(percentile(lat, 50))} p99 ${fmtMs(percentile(lat, 99))}`);
         }
         await settle();

@@ -37,11 +37,7 @@ export const kubeletContainerdPidFile = '/run/nodelet/containerd-kubelet.pid';
 /** kubelet's --hostname-override: its static pods are named `<name>-kubelet-bench`. */
 export const kubeletNode = 'kubelet-bench';
 const kubeletBinary = '/var/cache/nodelet/kube/v1.32.13/bin/kubelet';
-/** kubelet's cgroupRoot: its kubepods tree apart from nodelet's `kubepods` at the root of every hierarchy. */
-const cgroupRoot = 'nodelet-kubelet-bench';
 const cgroupMount = '/sys/fs/cgroup';
-/** What kubelet changes on the host, recorded before it starts, put back after (or by the next run). */
-const hostStateFile = '/run/nodelet/kubelet-bench-host-state.json';
 const varLibKubelet = '/var/lib/kubelet';
 const sysctls = ['vm/overcommit_memory', 'vm/panic_on_oom', 'kernel/panic', 'kernel/panic_on_oops'];
 /** The iptables chains kubelet 1.32 creates (pkg/kubelet/kubelet_network_linux.go), by table. */
@@ -53,6 +49,37 @@ interface HostState {
   /** Per iptables binary and table, the kubelet chains that existed before kubelet started (those are left alone). */
   chains: Record<string, Record<string, string[]>>;
   varLibKubelet: boolean;
+}
+
+/** Where a kubelet of this module runs apart from nodelet and from other users of this module (the bench, the parity test). */
+export interface KubeletPlacement {
+  /** --hostname-override: its static pods are named `<name>-<nodeName>`. */
+  nodeName: string;
+  /** Its cgroupRoot (one path segment): its kubepods tree apart from nodelet's `kubepods` at the root of every hierarchy. */
+  cgroupRoot: string;
+  /** What kubelet changes on the host, recorded before it starts, put back after (or by the next run). */
+  hostStateFile: string;
+  /** Its pods in the runtime (a CRI label selector): removed through CRI when kubelet stops. */
+  pods: { labelSelector: Record<string, string> };
+}
+
+export const benchPlacement: KubeletPlacement = {
+  nodeName: kubeletNode,
+  cgroupRoot: 'nodelet-kubelet-bench',
+  hostStateFile: '/run/nodelet/kubelet-bench-host-state.json',
+  pods: benchPods,
+};
+
+export interface KubeletOptions {
+  /** The bench's manifests may need more than kubelet's default of 110 pods. */
+  maxPods?: number;
+  /** A copy of kubelet's output. */
+  logFile?: string;
+  placement?: KubeletPlacement;
+  /** Cluster mode: the node's kubeconfig (kubelet registers the Node and runs the pods bound to it). */
+  kubeconfig?: string;
+  /** More KubeletConfiguration fields, over the ones configText() chooses. */
+  config?: Record<string, unknown>;
 }
 
 export interface KubeletSample {
@@ -81,7 +108,7 @@ export async function lastContainerStartedMs(cri: CriClient, t0Epoch: number, si
 }
 
 /** A free loopback TCP port (the kernel's pick, released for kubelet to bind). */
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.once('error', reject);
@@ -160,7 +187,7 @@ function hierarchies(): string[] {
 }
 
 /** Creates kubelet's cgroup root in every hierarchy (kubelet refuses a cgroupRoot that does not exist). */
-function createCgroupRoot(): void {
+function createCgroupRoot(cgroupRoot: string): void {
   for (const h of hierarchies()) {
     const dir = join(h, cgroupRoot);
     if (!existsSync(dir)) mkdirSync(dir);
@@ -174,7 +201,7 @@ function createCgroupRoot(): void {
 }
 
 /** Removes kubelet's cgroup root (its pods' cgroups have no tasks once the pods are removed), deepest first. */
-function removeCgroupRoot(): string[] {
+function removeCgroupRoot(cgroupRoot: string): string[] {
   const problems: string[] = [];
   const remove = (dir: string) => {
     for (const e of readdirSync(dir, { withFileTypes: true })) if (e.isDirectory()) remove(join(dir, e.name));
@@ -201,8 +228,14 @@ export class BenchKubelet {
   private readonly http = new Agent({ keepAlive: true, maxSockets: 1 });
   ports = { port: 0, readOnlyPort: 0, healthzPort: 0 };
   private hostState?: HostState;
+  readonly placement: KubeletPlacement;
+  private readonly maxPods: number;
+  private readonly logFile: string;
 
-  constructor(base: string, private readonly maxPods: number, private readonly logFile = '') {
+  constructor(base: string, private readonly opts: KubeletOptions = {}) {
+    this.placement = opts.placement ?? benchPlacement;
+    this.maxPods = opts.maxPods ?? 110;
+    this.logFile = opts.logFile ?? '';
     this.dir = join(base, 'kubelet');
     this.manifestDir = join(this.dir, 'manifests');
     this.rootDir = join(this.dir, 'root');
@@ -223,19 +256,20 @@ export class BenchKubelet {
   }
 
   /** Puts back what an earlier run's kubelet changed, if that run died before its cleanup. */
-  static async restoreLeftovers(): Promise<string[]> {
+  static async restoreLeftovers(placement: KubeletPlacement = benchPlacement): Promise<string[]> {
+    const { hostStateFile } = placement;
     if (!existsSync(hostStateFile)) return [];
-    progress(`kubelet: restoring the host state an earlier bench run's kubelet left (${hostStateFile})`);
+    progress(`kubelet: restoring the host state an earlier run's kubelet left (${hostStateFile})`);
     const state = JSON.parse(readFileSync(hostStateFile, 'utf8')) as HostState;
     const cri = new CriClient(kubeletEndpoint);
     try {
-      await removeAllPods(cri);
+      await removeAllPods(cri, placement.pods);
     } catch {
       // that instance may not run
     } finally {
       cri.close();
     }
-    const problems = [...removeCgroupRoot(), ...(await restoreHostState(state))];
+    const problems = [...removeCgroupRoot(placement.cgroupRoot), ...(await restoreHostState(state))];
     await rm(hostStateFile, { force: true });
     return problems;
   }
@@ -255,7 +289,7 @@ export class BenchKubelet {
       // No systemd as PID 1; runc of that containerd uses cgroupfs too (SystemdCgroup = false).
       cgroupDriver: 'cgroupfs',
       // Apart from nodelet's kubepods tree, which is at the root of every hierarchy.
-      cgroupRoot: `/${cgroupRoot}`,
+      cgroupRoot: `/${this.placement.cgroupRoot}`,
       // kubelet's defaults, and what nodelet does: kubepods/besteffort/pod<uid> per pod, the pods' total limited.
       cgroupsPerQOS: true,
       enforceNodeAllocatable: ['pods'],
@@ -280,6 +314,7 @@ export class BenchKubelet {
       maxPods: Math.max(110, this.maxPods),
       // Defaults written out for the record: relist every 1 s (the generic PLEG; nodelet's relist is also 1 s),
       // protectKernelDefaults false (see the header), failSwapOn true (no swap on these machines).
+      ...this.opts.config,
     };
     return JSON.stringify(config, null, 2) + '\n';
   }
@@ -295,15 +330,16 @@ export class BenchKubelet {
     if (!this.hostState) {
       this.hostState = await readHostState();
       await mkdir('/run/nodelet', { recursive: true });
-      writeFileSync(hostStateFile, JSON.stringify(this.hostState));
+      writeFileSync(this.placement.hostStateFile, JSON.stringify(this.hostState));
     }
-    createCgroupRoot();
+    createCgroupRoot(this.placement.cgroupRoot);
     const args = [
       '--config', this.configPath,
       '--root-dir', this.rootDir,
       // Else /var/lib/kubelet/pki.
       '--cert-dir', join(this.rootDir, 'pki'),
-      '--hostname-override', kubeletNode,
+      '--hostname-override', this.placement.nodeName,
+      ...(this.opts.kubeconfig ? ['--kubeconfig', this.opts.kubeconfig] : []),
       '-v', '2',
     ];
     const logCopy = this.logFile ? (await import('node:fs')).createWriteStream(this.logFile, { flags: 'a' }) : undefined;
@@ -379,7 +415,7 @@ export class BenchKubelet {
    */
   async run(names: string[], manifest: (name: string) => string, timeoutMs: number, pollMs: number, signal: AbortSignal): Promise<KubeletSample> {
     for (const name of names) await this.writeManifestAside(name, manifest(name));
-    const wanted = new Set(names.map((n) => `${n}-${kubeletNode}`));
+    const wanted = new Set(names.map((n) => `${n}-${this.placement.nodeName}`));
     const observedAt = new Map<string, number>();
     const cpu0 = this.cpuMs();
     const bench0 = process.cpuUsage();
@@ -433,7 +469,7 @@ export class BenchKubelet {
       if (now() > deadline) throw new Error(`kubelet did not stop the bench pods within ${teardownTimeoutMs / 1000} s (${listed} listed, ${runningContainers} containers running, ${readySandboxes} sandboxes ready)`);
       await delay(100, undefined, signal ? { signal } : undefined);
     }
-    await removeAllPods(this.cri, signal);
+    await removeAllPods(this.cri, this.placement.pods, signal);
   }
 
   /** Idle: kubelet used at most 5% of a core over a second (its housekeeping runs every 2 s, cAdvisor every 10 s). */
@@ -468,30 +504,30 @@ export class BenchKubelet {
     await this.stop();
     this.http.destroy();
     try {
-      await removeAllPods(this.cri);
+      await removeAllPods(this.cri, this.placement.pods);
     } catch (err) {
       problems.push(`kubelet containerd: ${errorText(err)}`);
     }
     this.cri.close();
     await unmountUnder(this.dir);
-    problems.push(...removeCgroupRoot());
+    problems.push(...removeCgroupRoot(this.placement.cgroupRoot));
     if (this.hostState) {
       problems.push(...(await restoreHostState(this.hostState)));
-      await rm(hostStateFile, { force: true });
+      await rm(this.placement.hostStateFile, { force: true });
     }
     return problems;
   }
 }
 
-/** Every bench sandbox and container on the kubelet instance, removed (StopPodSandbox + RemovePodSandbox). */
-async function removeAllPods(cri: CriClient, signal?: AbortSignal): Promise<void> {
+/** Every sandbox and container of these pods on the kubelet instance, removed (StopPodSandbox + RemovePodSandbox). */
+async function removeAllPods(cri: CriClient, pods: KubeletPlacement['pods'], signal?: AbortSignal): Promise<void> {
   const deadline = now() + teardownTimeoutMs;
   const opts = { timeoutMs: 60_000, ...(signal ? { signal } : {}) };
   for (;;) {
-    const sandboxes = await cri.listPodSandbox(benchPods, opts);
-    const containers = await cri.listContainers(benchPods, opts);
+    const sandboxes = await cri.listPodSandbox(pods, opts);
+    const containers = await cri.listContainers(pods, opts);
     if (sandboxes.length === 0 && containers.length === 0) return;
-    if (now() > deadline) throw new Error(`${sandboxes.length} bench sandboxes and ${containers.length} containers still in ${cri.target}`);
+    if (now() > deadline) throw new Error(`${sandboxes.length} sandboxes and ${containers.length} containers still in ${cri.target}`);
     await Promise.allSettled(sandboxes.map(async (s) => {
       await cri.stopPodSandbox(s.id, opts);
       await cri.removePodSandbox(s.id, opts);

@@ -31,7 +31,7 @@ export const usage = `usage: node dist/bench/bench.js [--only startup|probes|clu
          [--big-reps N] [--probe-pods N] [--probe-seconds N] [--json] [--sa-token] [--agent-v N] [--agent-log FILE] [--kubelet-log FILE]
          [--agent-cpu-prof FILE] [--agent-heap-prof FILE]
   --only P     run only these phases (comma-separated): startup (floor vs nodelet start-up latency, peak RSS), probes (the agent's CPU and
-               RSS with probed pods running) or cluster (pod startup SLI through the test API server vs the floor, API
+               RSS with probed pods running) or cluster (pod startup SLI through the real API server vs the floor, API
                requests per pod) or api (the kubelet API through the real control plane: exec and /run round trips, logs -f
                latency, scrape cost with 110 pods); all four by default, in that order
   --peers L    nodelet's peers: floor (the raw CRI floor, always) and kubelet (the real kubelet v1.32.13, standalone on a

@@ -291,8 +291,8 @@ function clusterTable(r: ClusterResults): string {
   const w = [30, 12, 12, 8, 24, 4];
   const lines: string[] = [];
   lines.push(`cluster mode: pod startup latency SLI (creation -> all containers started, seen through a watch), ${r.reps} repetitions each`);
-  lines.push(`  start = the bench's clock just before the create call (creationTimestamp has second precision); the pod is bound right after`);
-  lines.push(`  its create returns; end = arrival of the watch event with every container started. Floor: RunPodSandbox..StartContainer over CRI.`);
+  lines.push(`  start = the bench's clock just before the create call (creationTimestamp has second precision); the pod is created bound`);
+  lines.push(`  (spec.nodeName); end = arrival of the watch event with every container started. Floor: RunPodSandbox..StartContainer over CRI.`);
   lines.push(r.saToken ? '  the API pods mount the default service account token (kube-api-access volume); the floor\'s pods have no volume'
     : '  the API pods are the floor\'s pod (automountServiceAccountToken: false: no volume)');
   lines.push(`one status write (PATCH pods/status on this API server, ${r.statusWrite.samples} samples): median ${fmtMs(r.statusWrite.medianMs)}, min ${fmtMs(r.statusWrite.minMs)}, p90 ${fmtMs(r.statusWrite.p90Ms)}`);
@@ -308,7 +308,7 @@ function clusterTable(r: ClusterResults): string {
   lines.push(`  1 pod    nodelet ${r.single.nodelet.samplesMs.join(', ')}`);
   lines.push(`  ${`${r.pods} pods`.padEnd(8)} floor   ${r.burst.floor.samplesMs.join(', ')}`);
   lines.push(`  ${`${r.pods} pods`.padEnd(8)} nodelet ${r.burst.nodelet.samplesMs.join(', ')}`);
-  lines.push(`create + bind by the bench (inside nodelet's figures): 1 pod median ${fmtMs(r.single.nodelet.createAndBindMedianMs)}; ${r.pods} pods, last bound at ${fmtMs(r.burst.nodelet.createAndBindLastMedianMs)} (median)`);
+  lines.push(`the bench's create of the bound pod (inside nodelet's figures): 1 pod median ${fmtMs(r.single.nodelet.createAndBindMedianMs)}; ${r.pods} pods, last created at ${fmtMs(r.burst.nodelet.createAndBindLastMedianMs)} (median)`);
   lines.push('');
   lines.push(`where the time goes (agent log and watch, ms after the pod's create call; medians over reps):`);
   const sw = [46, 10, 20, 10];

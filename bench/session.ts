@@ -175,7 +175,7 @@ export class Bench {
   async startKubelet(): Promise<void> {
     const { opts } = this;
     // The same one on a restart: it keeps the record of the host as it was before kubelet first ran.
-    this.kubelet ??= new BenchKubelet(this.base, Math.max(opts.pods, opts.bigPods, opts.probePods), opts.kubeletLog);
+    this.kubelet ??= new BenchKubelet(this.base, { maxPods: Math.max(opts.pods, opts.bigPods, opts.probePods), logFile: opts.kubeletLog });
     progress('kubelet: starting standalone (v1.32.13, its own containerd)...');
     await this.kubelet.start(this.signal);
     progress(`kubelet started (pid ${this.kubelet.pid}; /pods on 127.0.0.1:${this.kubelet.ports.readOnlyPort}); waiting until it is idle...`);

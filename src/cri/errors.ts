@@ -27,13 +27,29 @@ export class CriError extends Error {
     readonly kind: CriErrorKind,
     /** The CRI method, e.g. "RuntimeService/ContainerStatus". */
     readonly method: string,
-    message: string,
+    /** What the runtime said (the gRPC status's message). */
+    readonly description: string,
     /** The gRPC status code, when the failure came from gRPC. */
     readonly grpcCode?: number,
     options?: { cause?: unknown },
   ) {
-    super(`${method}: ${message}`, options);
+    super(`${method}: ${description}`, options);
   }
+}
+
+/** Go's names of the gRPC codes (codes.Code.String()), by number. */
+const goCodeNames = ['OK', 'Canceled', 'Unknown', 'InvalidArgument', 'DeadlineExceeded', 'NotFound', 'AlreadyExists', 'PermissionDenied',
+  'ResourceExhausted', 'FailedPrecondition', 'Aborted', 'OutOfRange', 'Unimplemented', 'Internal', 'Unavailable', 'DataLoss', 'Unauthenticated'];
+
+/**
+ * An error as kubelet's CRI client (k8s.io/cri-client) hands it on, for messages users see (events, container states):
+ * grpc-go's `rpc error: code = <Code> desc = <message>`, or, with `stripUnknown` (what the client does for image pulls),
+ * the bare message of an Unknown one. Anything else is its message.
+ */
+export function kubeletErrorText(err: unknown, stripUnknown = false): string {
+  if (!(err instanceof CriError) || err.grpcCode === undefined) return err instanceof Error ? err.message : String(err);
+  if (stripUnknown && err.grpcCode === GrpcStatus.UNKNOWN) return err.description;
+  return `rpc error: code = ${goCodeNames[err.grpcCode] ?? `Code(${err.grpcCode})`} desc = ${err.description}`;
 }
 
 // containerd 1.6 answers with code UNKNOWN while its CRI plugin is still starting
@@ -103,11 +119,6 @@ export function isNotFound(err: unknown): boolean {
 export function isUnavailable(err: unknown): boolean {
   return err instanceof CriError && err.kind === 'Unavailable';
 }
-
-const goCodeNames = [
-  'OK', 'Canceled', 'Unknown', 'InvalidArgument', 'DeadlineExceeded', 'NotFound', 'AlreadyExists', 'PermissionDenied',
-  'ResourceExhausted', 'FailedPrecondition', 'Aborted', 'OutOfRange', 'Unimplemented', 'Internal', 'Unavailable', 'DataLoss', 'Unauthenticated',
-];
 
 /** The gRPC code of a failed CRI call as Go names it (kubelet's metric labels): "Unknown" when there is none. */
 export function grpcCodeName(err: unknown): string {

@@ -68,6 +68,21 @@ function probedReady(input: StatusInput, spec: V1Container, kind: ContainerKind,
   return probedStarted(input, spec, kind, id) && (kind === 'init' || !spec.readinessProbe || input.readiness?.(id) === 'success');
 }
 
+/**
+ * kubelet's status.volumeMounts (RecursiveReadOnlyMounts, beta and on in 1.32): the container's mounts as specified; a
+ * read-only one says recursiveReadOnly Disabled, as containerd 1.6 cannot make one recursively read-only.
+ */
+function volumeMountStatuses(spec: V1Container): Pick<V1ContainerStatus, 'volumeMounts'> {
+  if (!spec.volumeMounts?.length) return {};
+  return {
+    volumeMounts: spec.volumeMounts.map((m) => ({
+      name: m.name,
+      mountPath: m.mountPath,
+      ...(m.readOnly ? { readOnly: true, recursiveReadOnly: 'Disabled' } : {}),
+    })),
+  };
+}
+
 function containerStatus(input: StatusInput, spec: V1Container, kind: ContainerKind): V1ContainerStatus {
   const { state, runtimeName, waitingReasons, pod } = input;
   const latest = latestContainer(state, spec.name);
@@ -75,6 +90,7 @@ function containerStatus(input: StatusInput, spec: V1Container, kind: ContainerK
   if (!latest) {
     return {
       name: spec.name,
+      ...volumeMountStatuses(spec),
       // kubelet's default waiting reason is PodInitializing for every container of a pod with init containers.
       state: { waiting: { reason: cached?.reason ?? (pod.spec?.initContainers?.length ? 'PodInitializing' : 'ContainerCreating'), ...(cached?.message ? { message: cached.message } : {}) } },
       ready: false,
@@ -86,6 +102,7 @@ function containerStatus(input: StatusInput, spec: V1Container, kind: ContainerK
   }
   const status: V1ContainerStatus = {
     name: spec.name,
+    ...volumeMountStatuses(spec),
     state: stateOf(latest, runtimeName),
     // A plain init container is ready once it succeeded; others while they run.
     ready: kind === 'init' ? latest.state === 'exited' && latest.exitCode === 0 : latest.state === 'running' && probedReady(input, spec, kind, latest.id),
@@ -205,7 +222,8 @@ export function derivePodStatus(input: StatusInput): V1PodStatus {
   const sidecarStatuses = initStatuses.filter((s) => (pod.spec?.initContainers ?? []).some((c) => c.name === s.name && isRestartableInitContainer(c)));
   const unready = [...sidecarStatuses, ...statuses].filter((s) => !s.ready).map((s) => s.name);
   const containersReady = !completed && unready.length === 0;
-  const notReadyReason = completed ? 'PodCompleted' : 'ContainersNotReady';
+  // kubelet: PodFailed for a Failed pod (its containers may still be terminating), PodCompleted for a Succeeded one.
+  const notReadyReason = completed ? (phase === 'Failed' ? 'PodFailed' : 'PodCompleted') : 'ContainersNotReady';
   const notReadyMessage = completed ? undefined : `containers with unready status: [${unready.join(' ')}]`;
   const sandboxReady = !!sandbox?.ready && (pod.spec?.hostNetwork === true || sandbox.ips.length > 0);
 

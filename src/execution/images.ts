@@ -8,6 +8,10 @@ import type { Backoff } from '../decisions/backoff.js';
 import type { ImageUser } from './security-context.js';
 import { SyncError } from '../core/sync-result.js';
 import type { PodStartupLatencyTracker } from './pod-startup-latency.js';
+import { kubeletErrorText } from '../cri/errors.js';
+
+/** At most this many remembered pull failures (kubelet's map is unbounded; pods of failed pulls come and go). */
+const maxPullErrors = 4096;
 
 /** The container's pull policy, or kubelet's default from the image tag when unset. */
 export function effectivePullPolicy(container: V1Container): string {
@@ -37,6 +41,9 @@ export function goDuration(ms: number): string {
 }
 
 export class ImageManager {
+  /** The last pull failure per back-off key, which the back-off's message repeats (kubelet's prevPullErrMsg). */
+  private readonly pullErrors = new Map<string, string>();
+
   constructor(
     private readonly images: ImageService,
     private readonly pullBackoff: Backoff,
@@ -68,7 +75,9 @@ export class ImageManager {
     if (this.pullBackoff.isInBackoffSinceUpdate(key, now)) {
       // kubelet records this one as Normal: the back-off is working as intended.
       this.events.event(ref, 'Normal', 'BackOff', `Back-off pulling image "${image}"`);
-      throw new SyncError('ImagePullBackOff', `Back-off pulling image "${image}"`);
+      // The container's waiting message also says why the last pull failed.
+      const previous = this.pullErrors.get(key);
+      throw new SyncError('ImagePullBackOff', `Back-off pulling image "${image}"${previous ? `: ${previous}` : ''}`);
     }
     log.info({ image }, `Pulling image "${image}"`);
     this.events.event(ref, 'Normal', 'Pulling', `Pulling image "${image}"`);
@@ -79,10 +88,15 @@ export class ImageManager {
     try {
       imageRef = await this.images.pullImage(image, sandboxConfig, { signal });
       this.latency?.finishedPulling(podUid, this.now());
+      this.pullErrors.delete(key);
       log.info({ image, imageRef, durationMs: this.now() - started }, `Successfully pulled image "${image}"`);
     } catch (err) {
       this.pullBackoff.next(key, now);
-      const message = err instanceof Error ? err.message : String(err);
+      // As kubelet's CRI client: an Unknown failure is the runtime's bare message.
+      const message = kubeletErrorText(err, true);
+      this.pullErrors.delete(key);
+      this.pullErrors.set(key, `ErrImagePull: ${message}`);
+      if (this.pullErrors.size > maxPullErrors) this.pullErrors.delete(this.pullErrors.keys().next().value!);
       log.warn({ image, err: message }, `Failed to pull image "${image}"`);
       this.events.event(ref, 'Warning', 'Failed', `Failed to pull image "${image}": ${message}`);
       throw new SyncError('ErrImagePull', message, { cause: err });

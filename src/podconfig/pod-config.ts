@@ -2,6 +2,7 @@
 // and the mirror pod manager what to do (kubelet's pod config + HandlePodAdditions/Removes + pod cleanup). Standalone it
 // has only the file source, admits every pod and has no status manager or mirror pods.
 import type { V1Node, V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import { CONFIG_SEEN_ANNOTATION, CONFIG_SOURCE_ANNOTATION } from '../core/config-annotations.js';
 import type { EventRecorder } from '../core/events.js';
 import type { Logger } from '../core/log.js';
 import { admitPod, rejectedStatus, type AdmitResult } from './admission.js';
@@ -47,6 +48,8 @@ export interface PodConfigOptions {
   /** A rejected pod gets a Warning event with the admission's reason and message (kubelet's rejectPod). */
   events: EventRecorder;
   log: Logger;
+  /** The wall clock of the API pods' config.seen annotation (default Date.now). */
+  now?: () => number;
 }
 
 const uidOf = (p: V1Pod) => p.metadata!.uid!;
@@ -79,6 +82,8 @@ export class PodConfig {
   private readonly finished = new Set<string>();
   /** UIDs in the runtime at the last relist made after the sources had spoken; undefined before such a relist. */
   private runtimeUids?: Set<string>;
+  /** When each API pod was first seen (its config.seen), by UID. */
+  private apiFirstSeen = new Map<string, string>();
   private readonly log: Logger;
 
   constructor(private readonly opts: PodConfigOptions) {
@@ -98,7 +103,15 @@ export class PodConfig {
   }
 
   setApiPods(pods: V1Pod[], mirrorPods: V1Pod[]): void {
-    this.apiPods = pods;
+    // As kubelet's pod config, the pods the workers run carry their source and first sight (config.source "api",
+    // config.seen): the sandbox's annotations and a downwardAPI volume of the annotations show them.
+    const seen = new Map<string, string>();
+    this.apiPods = pods.map((p) => {
+      const at = this.apiFirstSeen.get(uidOf(p)) ?? new Date((this.opts.now ?? Date.now)()).toISOString();
+      seen.set(uidOf(p), at);
+      return { ...p, metadata: { ...p.metadata, annotations: { ...p.metadata?.annotations, [CONFIG_SOURCE_ANNOTATION]: 'api', [CONFIG_SEEN_ANNOTATION]: at } } };
+    });
+    this.apiFirstSeen = seen;
     this.mirrorPods = mirrorPods;
     this.spoken.add('api');
     this.opts.status?.setApiPods(pods, mirrorPods);

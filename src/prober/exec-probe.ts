@@ -1,5 +1,5 @@
 // The exec probe: the command runs in the container through CRI ExecSync; exit 0 succeeds, the runtime enforces the timeout.
-import { CriError } from '../cri/errors.js';
+import { CriError, kubeletErrorText } from '../cri/errors.js';
 import type { RuntimeService } from '../cri/types.js';
 import { maxProbeOutputBytes, ProbeError, type ProbeOutcome } from './outcome.js';
 
@@ -24,6 +24,7 @@ export async function execProbe(
     if (err instanceof CriError && err.kind === 'DeadlineExceeded') {
       return { result: 'failure', output: `command ${JSON.stringify(command.join(' '))} timed out` };
     }
-    throw new ProbeError(err instanceof Error ? err.message : String(err), undefined, { cause: err });
+    // In kubelet's words: its CRI client's gRPC error.
+    throw new ProbeError(kubeletErrorText(err), undefined, { cause: err });
   }
 }

@@ -1,4 +1,4 @@
-// The real kubectl as a test's client of an API server (the real control plane of test/cluster, or the test API server):
+// The real kubectl as a test's client of an API server (the real control plane of test/cluster):
 // commands, JSON, tables read by column, and a pod's view with waiting. It runs the kubectl that scripts/kube-build.sh
 // built (`<bin dir>/kubectl`, the control plane's version), not one from PATH: a bare Debian has none.
 import { writeFile } from 'node:fs/promises';

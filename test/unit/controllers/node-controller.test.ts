@@ -8,7 +8,7 @@ import { defaultKubeletConfiguration } from '../../../src/agent/kubelet-config.j
 import type { RuntimeStatus } from '../../../src/cri/types.js';
 import type { MachineInfo } from '../../../src/host/machine-info.js';
 import { logger } from '../../../src/core/log.js';
-import { applyJsonMergePatch, applyStrategicMergePatch } from '../../apiserver/patch.js';
+import { applyJsonMergePatch, applyStrategicMergePatch } from '../fakes/patch.js';
 
 const log = logger.child({});
 log.level = 'silent';

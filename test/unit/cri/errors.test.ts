@@ -1,6 +1,6 @@
 // Unit tests for sorting gRPC failures into CriError kinds, including containerd 1.6's untyped messages.
 import { status } from '@grpc/grpc-js';
-import { CriError, criErrorKind, isNotFound, isUnavailable, toCriError } from '../../../src/cri/errors.js';
+import { CriError, criErrorKind, isNotFound, isUnavailable, kubeletErrorText, toCriError } from '../../../src/cri/errors.js';
 
 function grpcError(code: number, details: string): Error & { code: number; details: string } {
   return Object.assign(new Error(`${code} ${status[code]}: ${details}`), { code, details });
@@ -86,5 +86,21 @@ describe('isNotFound / isUnavailable', () => {
     expect(isUnavailable(notFound)).toBe(false);
     expect(isNotFound(grpcError(status.NOT_FOUND, 'raw gRPC error'))).toBe(false);
     expect(isNotFound(undefined)).toBe(false);
+  });
+});
+
+describe('kubeletErrorText: an error as kubelet\'s CRI client shows it', () => {
+  const exited = toCriError('ExecSync', grpcError(status.UNKNOWN, 'failed to exec in container: container is in CONTAINER_EXITED state'));
+  test("grpc-go's form with Go's code name", () => {
+    expect(kubeletErrorText(exited)).toBe('rpc error: code = Unknown desc = failed to exec in container: container is in CONTAINER_EXITED state');
+    expect(kubeletErrorText(toCriError('PullImage', grpcError(status.NOT_FOUND, 'no such image')))).toBe('rpc error: code = NotFound desc = no such image');
+  });
+  test('an Unknown one stripped to its message where the client strips it (image pulls); other codes kept', () => {
+    expect(kubeletErrorText(exited, true)).toBe('failed to exec in container: container is in CONTAINER_EXITED state');
+    expect(kubeletErrorText(toCriError('PullImage', grpcError(status.NOT_FOUND, 'no such image')), true)).toBe('rpc error: code = NotFound desc = no such image');
+  });
+  test('an error that did not come from gRPC is its message', () => {
+    expect(kubeletErrorText(new CriError('Cancelled', 'ExecSync', 'CRI client is closed'))).toBe('ExecSync: CRI client is closed');
+    expect(kubeletErrorText(new Error('boom'))).toBe('boom');
   });
 });

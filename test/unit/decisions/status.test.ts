@@ -47,6 +47,17 @@ describe('derivePodStatus', () => {
     expect(app.state!.running!.startedAt).toEqual(new Date(t0 + 1000));
   });
 
+  test("each container's volumeMounts as specified, created or not (kubelet's RecursiveReadOnlyMounts status); read-only ones not recursively", () => {
+    const p = pod();
+    p.spec!.containers[0]!.volumeMounts = [{ name: 'data', mountPath: '/data' }, { name: 'cfg', mountPath: '/etc/cfg', readOnly: true, subPath: 'x' }];
+    p.spec!.containers[1]!.volumeMounts = [{ name: 'data', mountPath: '/d' }];
+    const mounts = [{ name: 'data', mountPath: '/data' }, { name: 'cfg', mountPath: '/etc/cfg', readOnly: true, recursiveReadOnly: 'Disabled' }];
+    const s = derivePodStatus(input(p, [c('app', 'running')]));
+    expect(s.containerStatuses![0]!.volumeMounts).toEqual(mounts);
+    expect(s.containerStatuses![1]!.volumeMounts).toEqual([{ name: 'data', mountPath: '/d' }]);
+    expect(derivePodStatus(input(pod(), [c('app', 'running')])).containerStatuses![0]).not.toHaveProperty('volumeMounts');
+  });
+
   test('nothing created yet: Pending with ContainerCreating, not ready with the unready names', () => {
     const s = derivePodStatus(input(pod(), []));
     expect(s.phase).toBe('Pending');
@@ -66,14 +77,14 @@ describe('derivePodStatus', () => {
     expect(s.phase).toBe('Running');
   });
 
-  test('Never and one container exits 3: Failed, terminated with exit code and Error reason, Ready PodCompleted', () => {
+  test('Never and one container exits 3: Failed, terminated with exit code and Error reason, Ready PodFailed', () => {
     const s = derivePodStatus(
       input(pod('Never'), [c('app', 'exited', { exitCode: 3, finishedAt: t0 + 2000 }), c('side', 'exited', { exitCode: 0, finishedAt: t0 + 2000 })]),
     );
     expect(s.phase).toBe('Failed');
     expect(s.containerStatuses![0]!.state!.terminated).toMatchObject({ exitCode: 3, reason: 'Error' });
     expect(s.containerStatuses![1]!.state!.terminated).toMatchObject({ exitCode: 0, reason: 'Completed' });
-    expect(cond(s, 'Ready')).toMatchObject({ status: 'False', reason: 'PodCompleted' });
+    expect(cond(s, 'Ready')).toMatchObject({ status: 'False', reason: 'PodFailed' });
   });
 
   test('all succeeded under OnFailure: Succeeded', () => {

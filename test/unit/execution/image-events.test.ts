@@ -3,6 +3,7 @@
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { EventRecorder, EventType, PodEventRef } from '../../../src/core/events.js';
 import type { Image, ImageService, PodSandboxConfig } from '../../../src/cri/types.js';
+import { CriError } from '../../../src/cri/errors.js';
 import { Backoff } from '../../../src/decisions/backoff.js';
 import { goDuration, ImageManager } from '../../../src/execution/images.js';
 import { recordingLogger } from '../prober/fake-log.js';
@@ -75,6 +76,19 @@ describe('image manager events', () => {
       { container: 'app', type: 'Warning', reason: 'Failed', message: 'Failed to pull image "nope:1": rpc error: code = NotFound desc = failed to resolve reference "nope:1"' },
       { container: 'app', type: 'Normal', reason: 'BackOff', message: 'Back-off pulling image "nope:1"' },
     ]);
+  });
+
+  test("the runtime's Unknown failure is its bare message (kubelet's CRI client strips the code); the back-off's message repeats it", async () => {
+    const { events, ensure } = setup({
+      imageStatus: async () => undefined,
+      pullImage: async () => {
+        throw new CriError('Unknown', 'PullImage', 'failed to pull and unpack image "r:1/x:1": connection refused', 2);
+      },
+    });
+    const bare = 'failed to pull and unpack image "r:1/x:1": connection refused';
+    await expect(ensure({ name: 'app', image: 'r:1/x:1' })).rejects.toMatchObject({ code: 'ErrImagePull', message: bare });
+    await expect(ensure({ name: 'app', image: 'r:1/x:1' })).rejects.toMatchObject({ code: 'ImagePullBackOff', message: `Back-off pulling image "r:1/x:1": ErrImagePull: ${bare}` });
+    expect(events.events[1]).toEqual({ container: 'app', type: 'Warning', reason: 'Failed', message: `Failed to pull image "r:1/x:1": ${bare}` });
   });
 });
 

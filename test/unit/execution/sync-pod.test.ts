@@ -175,9 +175,9 @@ const cases: Case[] = [
     events: ['Killing app: Container app failed liveness probe, will be restarted'],
   },
   {
-    name: 'step 2: the spec of a container changed: killed as "definition changed", started from the new spec',
-    pod: (p) => (p.spec!.containers[1]!.args = ['sleep', '7200']),
-    calls: ['stopContainer sidecar grace=30', 'createContainer sidecar attempt=1', 'startContainer sidecar'],
+    name: 'step 2: the image of a container changed: killed as "definition changed", started from the new spec',
+    pod: (p) => (p.spec!.containers[1]!.image = 'localhost/nodelet/busybox:1.36'),
+    calls: ['stopContainer sidecar grace=30', 'pullImage localhost/nodelet/busybox:1.36', 'createContainer sidecar attempt=1', 'startContainer sidecar'],
     results: ['KillContainer sidecar', 'StartContainer sidecar'],
     events: ['Killing sidecar: Container sidecar definition changed'],
   },

@@ -13,8 +13,8 @@ const pod = (name: string, created: string, cpu?: string, meta: Partial<NonNulla
 });
 const staticPod = (name: string) => pod(name, '2025-01-01T00:00:00Z', undefined, { annotations: { 'kubernetes.io/config.source': 'file', 'kubernetes.io/config.hash': 'h' } });
 
-function setup(sources: ('file' | 'api')[] = ['file', 'api']) {
-  const desired: { names: string[]; ready: boolean }[] = [];
+function setup(sources: ('file' | 'api')[] = ['file', 'api'], now?: () => number) {
+  const desired: { names: string[]; ready: boolean; pods: V1Pod[] }[] = [];
   const terminated: [string, number][] = [];
   const statuses: [string, V1PodStatus][] = [];
   const finished: string[] = [];
@@ -26,8 +26,9 @@ function setup(sources: ('file' | 'api')[] = ['file', 'api']) {
     events: { event: (_ref: unknown, _type: string, reason: string) => void events.push(reason) } as unknown as PodConfigOptions['events'],
     node: () => node,
     log: pino({ level: 'silent' }),
+    ...(now ? { now } : {}),
     workers: {
-      setDesiredPods: (pods, ready) => desired.push({ names: pods.map((p) => p.metadata!.name!), ready }),
+      setDesiredPods: (pods, ready) => desired.push({ names: pods.map((p) => p.metadata!.name!), ready, pods }),
       terminatePod: (uid, grace) => terminated.push([uid, grace]),
       isKnown: (uid) => known.has(uid),
     },
@@ -46,13 +47,26 @@ const snapshot = (uids: string[]): NodeRuntimeSnapshot =>
   ({ sandboxes: uids.map((uid) => ({ id: `sb-${uid}`, labels: { 'io.kubernetes.pod.uid': uid } })), containers: [] }) as unknown as NodeRuntimeSnapshot;
 
 describe('PodConfig', () => {
+  it("gives the workers API pods annotated as kubelet's pod config does: config.source api, config.seen at first sight", () => {
+    let now = Date.parse('2026-01-02T03:04:05.678Z');
+    const t = setup(['api'], () => now);
+    const web = pod('web', '2025-01-01T00:00:01Z', undefined, { annotations: { team: 'a' } });
+    t.config.setApiPods([web], []);
+    const annotations = () => t.desired.at(-1)!.pods[0]!.metadata!.annotations;
+    expect(annotations()).toEqual({ team: 'a', 'kubernetes.io/config.source': 'api', 'kubernetes.io/config.seen': '2026-01-02T03:04:05.678Z' });
+    now += 60_000;
+    t.config.setApiPods([{ ...web, metadata: { ...web.metadata, annotations: { team: 'b' } } }], []);
+    expect(annotations()).toEqual({ team: 'b', 'kubernetes.io/config.source': 'api', 'kubernetes.io/config.seen': '2026-01-02T03:04:05.678Z' });
+    expect(web.metadata!.annotations).toEqual({ team: 'a' });
+  });
+
   it('runs static pods at once but declares the desired set complete only when both sources have spoken', () => {
     const t = setup();
     t.config.setStaticPods([staticPod('etcd-n1')]);
-    expect(t.desired.at(-1)).toEqual({ names: ['etcd-n1'], ready: false });
+    expect(t.desired.at(-1)).toMatchObject({ names: ['etcd-n1'], ready: false });
     expect(t.mirrors).toEqual([]);
     t.config.setApiPods([pod('web', '2025-01-01T00:00:01Z')], []);
-    expect(t.desired.at(-1)).toEqual({ names: ['etcd-n1', 'web'], ready: true });
+    expect(t.desired.at(-1)).toMatchObject({ names: ['etcd-n1', 'web'], ready: true });
     expect(t.mirrors).toEqual([[['etcd-n1'], []]]);
   });
 

@@ -63,9 +63,10 @@ describe('execProbe', () => {
     expect(await execProbe(rt, 'c1', ['sleep', '5'], 1)).toEqual({ result: 'failure', output: 'command "sleep 5" timed out' });
   });
 
-  test('other runtime errors make the run error', async () => {
-    const rt = new FakeExecRuntime(() => new CriError('Unknown', 'RuntimeService/ExecSync', 'container is in CONTAINER_EXITED state'));
+  test("other runtime errors make the run error, worded as kubelet's CRI client words them", async () => {
+    const rt = new FakeExecRuntime(() => new CriError('Unknown', 'RuntimeService/ExecSync', 'container is in CONTAINER_EXITED state', 2));
     await expect(execProbe(rt, 'c1', ['true'], 1)).rejects.toBeInstanceOf(ProbeError);
+    await expect(execProbe(rt, 'c1', ['true'], 1)).rejects.toThrow(/^rpc error: code = Unknown desc = container is in CONTAINER_EXITED state$/);
   });
 });
 

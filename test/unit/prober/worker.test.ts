@@ -142,7 +142,7 @@ describe('ProbeWorker', () => {
     const errored = records.filter((r) => r.msg.startsWith('Liveness probe errored'));
     expect(errored).toEqual([
       expect.objectContaining({
-        msg: 'Liveness probe errored and resulted in unknown state: port "web" not found in the ports of container "app"',
+        msg: 'Liveness probe errored: port "web" not found in the ports of container "app"',
         field: 'spec.containers[0].livenessProbe.httpGet.port',
       }),
     ]);
