@@ -51,6 +51,9 @@ esac
 CONF_DIR=/etc/nodelet/containerd$SUFFIX
 CONFIG=$CONF_DIR/config.toml
 NET_DIR=$CONF_DIR/net.d
+# containerd's registry host configuration (a <host:port>/hosts.toml per registry), as a node trusting a private
+# registry's CA is set up; the tests write theirs here.
+CERTS_DIR=$CONF_DIR/certs.d
 ROOT=/var/lib/nodelet/containerd$SUFFIX
 STATE=/run/nodelet/containerd$SUFFIX
 SOCK=$STATE/containerd.sock
@@ -67,8 +70,10 @@ PAUSE_IMAGE=localhost/nodelet/pause:1.0
 BUSYBOX_IMAGE=localhost/nodelet/busybox:1.35
 IMAGE_PATH_ENV=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 # Beyond the runtime: openssl (the agent's self-signed kubelet API certificate, the control plane's PKI), ca-certificates
-# (Go fetches the Kubernetes modules over HTTPS), curl and procps (pgrep) for tests: none is in a minimal Debian 12.
-PACKAGES=(containerd runc containernetworking-plugins busybox-static iptables iproute2 gcc libc6-dev openssl ca-certificates curl procps)
+# (Go fetches the Kubernetes modules over HTTPS), curl and procps (pgrep) for tests, and the image registry the tests
+# pull from (docker-registry: distribution v2.8; apache2-utils: htpasswd for its basic auth): none is in a minimal Debian 12.
+PACKAGES=(containerd runc containernetworking-plugins busybox-static iptables iproute2 gcc libc6-dev openssl ca-certificates curl procps
+  docker-registry apache2-utils)
 
 if [[ $INSTANCE == main ]]; then TAG="runtime"; else TAG="runtime($INSTANCE)"; fi
 log() { printf '%s: %s\n' "$TAG" "$*" >&2; }
@@ -142,8 +147,15 @@ ensure_packages() {
     return
   fi
   log "installing ${missing[*]}..."
-  local out
+  local out policy=/usr/sbin/policy-rc.d own_policy=0
   out=$(mktemp)
+  # No package starts its service: the rig runs containerd itself, and docker-registry's init script would listen on
+  # every interface (:5000). invoke-rc.d asks policy-rc.d; 101 = action forbidden.
+  if [[ ! -e $policy ]]; then
+    printf '#!/bin/sh\n# written by nodelet scripts/runtime.sh during apt-get install; removed after it\nexit 101\n' >"$policy"
+    chmod 755 "$policy"
+    own_policy=1
+  fi
   # Output kept out of the progress stream; shown only when apt fails.
   if ! {
     DEBIAN_FRONTEND=noninteractive apt-get update -q &&
@@ -152,9 +164,12 @@ ensure_packages() {
   } >"$out" 2>&1; then
     tail -n 40 "$out" >&2
     rm -f "$out"
+    ((own_policy)) && rm -f "$policy"
     die "apt-get could not install ${missing[*]}"
   fi
   rm -f "$out"
+  ((own_policy)) && rm -f "$policy"
+  return 0
 }
 
 # overlayfs is containerd's default and much faster than native (which copies every layer per container); only fall
@@ -229,6 +244,10 @@ disabled_plugins = [
       bin_dir = "$CNI_BIN"
       conf_dir = "$NET_DIR"
       max_conf_num = 1
+
+    # Registries are configured per host (certs.d/<host:port>/hosts.toml: CA, auth-free mirrors), read at each pull.
+    [plugins."io.containerd.grpc.v1.cri".registry]
+      config_path = "$CERTS_DIR"
 EOF
 }
 
@@ -268,7 +287,7 @@ write_configs() {
   log "writing containerd config $CONFIG (snapshotter $SNAPSHOTTER)..."
   CONFIG_CHANGED=0
   if write_if_changed "$CONFIG" "$(containerd_config)"; then CONFIG_CHANGED=1; fi
-  mkdir -p "$NET_DIR"
+  mkdir -p "$NET_DIR" "$CERTS_DIR"
   local name content
   if [[ $INSTANCE == main ]]; then
     name=10-nodelet.conflist

@@ -151,7 +151,7 @@ export class Agent {
     const workers: PodWorkers = new PodWorkers({
       volumes,
       runtime,
-      images: new ImageManager(runtime, new Backoff(), clock.now, events),
+      images: new ImageManager(runtime, new Backoff(), clock.now, events, cluster?.objects),
       crashBackoff: new Backoff(),
       node: {
         podLogsDir: config.podLogsDir,
