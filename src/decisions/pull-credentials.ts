@@ -53,25 +53,29 @@ function keyOf(location: string): string | undefined {
   return path.length > 0 && path !== '/' ? host + path : host;
 }
 
-/** The docker config of a pull secret: `kubernetes.io/dockerconfigjson` (`auths` of `.dockerconfigjson`) or `kubernetes.io/dockercfg` (`.dockercfg`). */
+/**
+ * The docker config of a pull secret, as kubelet reads it: `auths` of `.dockerconfigjson` in a
+ * `kubernetes.io/dockerconfigjson` secret, `.dockercfg` in a `kubernetes.io/dockercfg` one; any other secret holds none
+ * and is skipped. A config that is not JSON throws an error naming the secret.
+ */
 function secretDockerConfig(secret: V1Secret): Record<string, DockerConfigEntry> {
-  const name = `${secret.metadata?.namespace}/${secret.metadata?.name}`;
-  const read = (key: string) => JSON.parse(Buffer.from(secret.data?.[key] ?? '', 'base64').toString('utf8')) as unknown;
+  const key = secret.type === 'kubernetes.io/dockerconfigjson' ? '.dockerconfigjson' : secret.type === 'kubernetes.io/dockercfg' ? '.dockercfg' : undefined;
+  const data = key === undefined ? '' : (secret.data?.[key] ?? '');
+  if (data === '') return {};
   let config: unknown;
   try {
-    if (secret.type === 'kubernetes.io/dockercfg' || secret.data?.['.dockercfg'] !== undefined) config = read('.dockercfg');
-    else if (secret.type === 'kubernetes.io/dockerconfigjson' || secret.data?.['.dockerconfigjson'] !== undefined) config = (read('.dockerconfigjson') as { auths?: unknown } | null)?.auths;
-    else throw new Error(`type ${secret.type ?? '""'} holds no docker config`);
+    config = JSON.parse(Buffer.from(data, 'base64').toString('utf8'));
   } catch (err) {
-    throw new Error(`pull secret ${name}: ${(err as Error).message}`);
+    throw new Error(`pull secret ${secret.metadata?.namespace}/${secret.metadata?.name}: ${key}: ${(err as Error).message}`);
   }
+  if (key === '.dockerconfigjson') config = (config as { auths?: unknown } | null)?.auths;
   if (config === null || typeof config !== 'object' || Array.isArray(config)) return {};
   return config as Record<string, DockerConfigEntry>;
 }
 
 /**
  * kubelet's keyring of the pod's pull secrets (MakeDockerKeyring): every secret's logins, keys in reverse lexical order
- * (a longer path before its prefix). An unreadable secret throws an error naming it.
+ * (a longer path before its prefix). A docker config that is not JSON, or an entry's unreadable `auth`, throws an error naming the secret.
  */
 export function keyringFromSecrets(secrets: V1Secret[]): DockerKeyring {
   // Each secret is its own keyring in kubelet; the union lists the first secret's matches first.
@@ -81,7 +85,13 @@ export function keyringFromSecrets(secrets: V1Secret[]): DockerKeyring {
     for (const [location, entry] of Object.entries(secretDockerConfig(secret))) {
       const key = keyOf(location);
       if (key === undefined || entry === null || typeof entry !== 'object') continue;
-      byKey.set(key, [...(byKey.get(key) ?? []), entryCredential(entry)]);
+      let credential: RegistryCredential;
+      try {
+        credential = entryCredential(entry);
+      } catch (err) {
+        throw new Error(`pull secret ${secret.metadata?.namespace}/${secret.metadata?.name}: ${location}: ${(err as Error).message}`);
+      }
+      byKey.set(key, [...(byKey.get(key) ?? []), credential]);
     }
     for (const key of [...byKey.keys()].sort().reverse()) entries.push({ key, credentials: byKey.get(key)! });
   }

@@ -64,14 +64,15 @@ describe('keyring from pull secrets', () => {
     expect(lookupCredentials(keyring, 'quay.io/app')).toEqual([]);
   });
 
-  test('a secret that holds no docker config is an error naming it', () => {
-    expect(() => keyringFromSecrets([{ metadata: { name: 'plain', namespace: 'ns' }, type: 'Opaque', data: { x: b64('y') } }])).toThrow(
-      'pull secret ns/plain: type Opaque holds no docker config',
-    );
+  test('a secret of another type, or without its key, is skipped; a docker config that is not JSON is an error naming the secret', () => {
+    expect(keyringFromSecrets([{ metadata: { name: 'plain', namespace: 'ns' }, type: 'Opaque', data: { '.dockercfg': b64('{"reg.example.com":{}}') } }]).entries).toEqual([]);
+    expect(keyringFromSecrets([{ metadata: { name: 'empty', namespace: 'ns' }, type: 'kubernetes.io/dockercfg', data: {} }]).entries).toEqual([]);
     expect(() => keyringFromSecrets([{ metadata: { name: 'broken', namespace: 'ns' }, type: 'kubernetes.io/dockerconfigjson', data: { '.dockerconfigjson': b64('{') } }])).toThrow(
-      /^pull secret ns\/broken: /,
+      /^pull secret ns\/broken: \.dockerconfigjson: /,
     );
-    expect(() => keyringFromSecrets([dockerCfg('noauth', { 'reg.example.com': { auth: b64('no-colon') } })])).toThrow('auth: must be formatted as base64(username:password)');
+    expect(() => keyringFromSecrets([dockerCfg('noauth', { 'reg.example.com': { auth: b64('no-colon') } })])).toThrow(
+      'pull secret ns/noauth: reg.example.com: auth: must be formatted as base64(username:password)',
+    );
   });
 
   test('an invalid image name has no credentials', () => {
