@@ -37,19 +37,18 @@ function entryCredential(entry: DockerConfigEntry): RegistryCredential {
   return { username, password };
 }
 
-/** The key a docker config location is stored under: host, plus the path unless it is empty, `/`, or `/v1/`, `/v2/`. */
-function keyOf(location: string): string | undefined {
-  const withScheme = /^https?:\/\//.test(location) ? location : `https://${location}`;
-  let url: URL;
-  try {
-    url = new URL(withScheme);
-  } catch {
-    return undefined;
-  }
-  let path = url.pathname;
+/**
+ * The key a docker config location is stored under: host (with its port as written), plus the path unless it is
+ * empty, `/`, or starts `/v1/` or `/v2/` (then cut to what follows). Read as Go's url.Parse does, not the WHATWG URL
+ * parser, which refuses a glob host such as `*.0.0.1` (it reads it as a malformed IPv4 address).
+ */
+function keyOf(location: string): string {
+  const rest = location.replace(/^https?:\/\//, '').replace(/[?#].*$/s, '');
+  const slash = rest.indexOf('/');
+  const authority = slash === -1 ? rest : rest.slice(0, slash);
+  const host = authority.slice(authority.lastIndexOf('@') + 1);
+  let path = slash === -1 ? '' : rest.slice(slash);
   if (path.startsWith('/v2/') || path.startsWith('/v1/')) path = path.slice(3);
-  // WHATWG URL drops a default port that Go's url.Parse keeps: read the host as written.
-  const host = withScheme.replace(/^https?:\/\//, '').split('/')[0]!.split('@').pop()!;
   return path.length > 0 && path !== '/' ? host + path : host;
 }
 
@@ -83,8 +82,8 @@ export function keyringFromSecrets(secrets: V1Secret[]): DockerKeyring {
   for (const secret of secrets) {
     const byKey = new Map<string, RegistryCredential[]>();
     for (const [location, entry] of Object.entries(secretDockerConfig(secret))) {
+      if (entry === null || typeof entry !== 'object') continue;
       const key = keyOf(location);
-      if (key === undefined || entry === null || typeof entry !== 'object') continue;
       let credential: RegistryCredential;
       try {
         credential = entryCredential(entry);

@@ -8,7 +8,7 @@
 //   afterAll(() => registry.stop());
 //   const digest = await registry.push(busybox, 'nodelet/private:1');   // ctr images push, with --user when auth is on
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, type WriteStream } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -72,7 +72,8 @@ ${auth ? `auth:\n  htpasswd:\n    realm: nodelet-test\n    path: ${join(dir, 'ht
 function registryRequest(host: string, ca: string, method: string, path: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, string | string[] | undefined> }> {
   const [hostname, port] = host.split(':');
   return new Promise((resolve, reject) => {
-    const req = request({ hostname, port: Number(port), method, path, ca, headers, timeout: 5_000 }, (res) => {
+    // No keep-alive agent: nothing stays open after the test.
+    const req = request({ hostname, port: Number(port), method, path, ca, headers, timeout: 5_000, agent: false }, (res) => {
       res.resume();
       res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers }));
     });
@@ -88,6 +89,7 @@ export async function startRegistry(opts: { auth?: RegistryCredentials } = {}): 
   const host = `127.0.0.1:${port}`;
   const hostsDir = join(registryHostsDir, host);
   let proc: ChildProcess | undefined;
+  let out: WriteStream | undefined;
   const stop = async () => {
     if (proc && proc.exitCode === null && proc.signalCode === null) {
       const exited = new Promise((r) => proc!.once('exit', r));
@@ -102,6 +104,7 @@ export async function startRegistry(opts: { auth?: RegistryCredentials } = {}): 
     const { stdout } = await ctr('images', 'ls', '-q').catch(() => ({ stdout: '' }));
     const pulled = stdout.split('\n').filter((name) => name.startsWith(`${host}/`));
     if (pulled.length > 0) await ctr('images', 'rm', ...pulled);
+    out?.end();
     await rm(hostsDir, { recursive: true, force: true });
     await rm(dir, { recursive: true, force: true });
   };
@@ -117,8 +120,8 @@ export async function startRegistry(opts: { auth?: RegistryCredentials } = {}): 
     await mkdir(hostsDir, { recursive: true });
     await writeFile(join(hostsDir, 'hosts.toml'), `server = "https://${host}"\n\n[host."https://${host}"]\n  capabilities = ["pull", "resolve", "push"]\n  ca = "${join(dir, 'ca.crt')}"\n`);
     const logFile = join(dir, 'registry.log');
-    const out = createWriteStream(logFile);
-    await new Promise((r) => out.once('open', r));
+    out = createWriteStream(logFile);
+    await new Promise((r) => out!.once('open', r));
     proc = spawn('docker-registry', ['serve', join(dir, 'config.yml')], { stdio: ['ignore', out, out] });
     const running = proc;
     await waitFor(`the registry on ${host}`, async () => {

@@ -43,6 +43,13 @@ describe('keyring from pull secrets', () => {
     expect(lookupCredentials(keyring, '127.0.0.1:5001/nodelet/busybox:1.35')).toEqual([]);
   });
 
+  test('a glob key with a port, written as a URL, matches an IP registry (WHATWG URL would refuse the host)', () => {
+    const keyring = keyringFromSecrets([dockerCfg('glob', { 'https://*.0.0.1:5000': auth('g', 'x'), 'http://user@reg.example.com:443/v1/team?x#y': auth('t', 'x') })]);
+    expect(keyring.entries.map((e) => e.key)).toEqual(['reg.example.com:443/team', '*.0.0.1:5000']);
+    expect(lookupCredentials(keyring, `127.0.0.1:5000/nodelet/private@sha256:${'b'.repeat(64)}`).map((c) => c.username)).toEqual(['g']);
+    expect(lookupCredentials(keyring, 'reg.example.com:443/team/app:1').map((c) => c.username)).toEqual(['t']);
+  });
+
   test('dockercfg with username and password; a pull by digest looks up its repository', () => {
     const keyring = keyringFromSecrets([dockerCfg('b', { 'reg.example.com': { username: 'u2', password: 'p2' } })]);
     expect(lookupCredentials(keyring, `reg.example.com/app@sha256:${'a'.repeat(64)}`)).toEqual([{ username: 'u2', password: 'p2' }]);
