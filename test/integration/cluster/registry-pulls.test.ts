@@ -1,7 +1,8 @@
 // Image pulls from a real registry (Debian's docker-registry on 127.0.0.1 with the test's own TLS CA, test/integration/
 // helpers/registry.ts) through nodelet, the real containerd and the real control plane: a private image with the pod's
-// imagePullSecrets (dockerconfigjson, dockercfg with a host glob, pulled by digest), wrong and missing credentials as
-// ErrImagePull then ImagePullBackOff, and Always picking up a new digest pushed under the same tag.
+// imagePullSecrets (dockerconfigjson, dockercfg with a host glob, pulled by digest, a ServiceAccount's), IfNotPresent
+// asking the registry nothing, wrong and missing credentials and a missing tag as ErrImagePull then ImagePullBackOff,
+// and Always picking up a new digest pushed under the same tag.
 import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
 import { busybox, testNode, waitFor } from '../helpers/agent.js';
 import { startRealCluster, type RealCluster } from '../helpers/real-cluster.js';
@@ -96,7 +97,25 @@ test('a private image runs with a dockerconfigjson pull secret: Pulling, Pulled 
   expect(events.find((e) => e.reason === 'Pulled')?.message).toMatch(pulledMessage(image));
   // The registry saw the pull as the secret's user.
   expect(await secure.log()).toMatch(new RegExp(`auth\\.user\\.name="?${login.username}"?`));
+
+  // IfNotPresent with the image present: no request reaches the registry (its own access log says so).
+  const before = (await secure.log()).length;
+  await createPod('present', podYaml('present', image, { policy: 'IfNotPresent', secret: 'regcred' }));
+  await waitForPod('present', 'Running', running);
+  const pulled = await waitFor('the Pulled event of present', async () => (await podEvents('present')).find((e) => e.reason === 'Pulled'), 30_000);
+  expect(pulled.message).toBe(`Container image "${image}" already present on machine`);
+  expect((await secure.log()).slice(before)).not.toMatch(/\/v2\//);
   await deletePod('private');
+  await deletePod('present');
+}, 180_000);
+
+test('a tag the registry does not have: ErrImagePull, not found', async () => {
+  const image = `${open.host}/nodelet/private:absent`;
+  await createPod('absent', podYaml('absent', image, { policy: 'IfNotPresent' }));
+  const failed = await waitFor('the Failed event', async () => (await podEvents('absent')).find((e) => e.reason === 'Failed' && e.message?.startsWith('Failed to pull image')), 90_000);
+  expect(failed.message).toContain(`Failed to pull image "${image}"`);
+  expect(failed.message).toMatch(/not found/);
+  await deletePod('absent');
 }, 180_000);
 
 test("a ServiceAccount's imagePullSecrets reach the pod through the API server's admission and are used", async () => {
