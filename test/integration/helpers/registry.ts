@@ -118,7 +118,9 @@ export async function startRegistry(opts: { auth?: RegistryCredentials } = {}): 
     }
     await writeFile(join(dir, 'config.yml'), registryConfig(dir, host, opts.auth !== undefined));
     await mkdir(hostsDir, { recursive: true });
-    await writeFile(join(hostsDir, 'hosts.toml'), `server = "https://${host}"\n\n[host."https://${host}"]\n  capabilities = ["pull", "resolve", "push"]\n  ca = "${join(dir, 'ca.crt')}"\n`);
+    // The registry itself as the server, with its CA; no [host] mirror entries: containerd would fall back from a
+    // mirror's 404 to the server, and a server without `ca` fails its TLS instead of saying "not found".
+    await writeFile(join(hostsDir, 'hosts.toml'), `server = "https://${host}"\ncapabilities = ["pull", "resolve", "push"]\nca = "${join(dir, 'ca.crt')}"\n`);
     const logFile = join(dir, 'registry.log');
     out = createWriteStream(logFile);
     await new Promise((r) => out!.once('open', r));
