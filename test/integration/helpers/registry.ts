@@ -118,9 +118,10 @@ export async function startRegistry(opts: { auth?: RegistryCredentials } = {}): 
     }
     await writeFile(join(dir, 'config.yml'), registryConfig(dir, host, opts.auth !== undefined));
     await mkdir(hostsDir, { recursive: true });
-    // The registry itself as the server, with its CA; no [host] mirror entries: containerd would fall back from a
-    // mirror's 404 to the server, and a server without `ca` fails its TLS instead of saying "not found".
-    await writeFile(join(hostsDir, 'hosts.toml'), `server = "https://${host}"\ncapabilities = ["pull", "resolve", "push"]\nca = "${join(dir, 'ca.crt')}"\n`);
+    // containerd 1.6 requires a [host] tree and falls back from it (after a 404, say) to `server`: both get the CA, so a
+    // missing tag reads "not found", not a TLS error.
+    const trust = `capabilities = ["pull", "resolve", "push"]\nca = "${join(dir, 'ca.crt')}"\n`;
+    await writeFile(join(hostsDir, 'hosts.toml'), `server = "https://${host}"\n${trust}\n[host."https://${host}"]\n${trust}`);
     const logFile = join(dir, 'registry.log');
     out = createWriteStream(logFile);
     await new Promise((r) => out!.once('open', r));
