@@ -67,6 +67,9 @@ UNIT=nodelet-containerd$SUFFIX.service
 CONF_DIR=/etc/nodelet/containerd$SUFFIX
 CONFIG=$CONF_DIR/config.toml
 NET_DIR=$CONF_DIR/net.d
+# containerd's registry host configuration (a <host:port>/hosts.toml per registry), as a node trusting a private
+# registry's CA is set up; the tests write theirs here.
+CERTS_DIR=$CONF_DIR/certs.d
 ROOT=/var/lib/nodelet/containerd$SUFFIX
 STATE=/run/nodelet/containerd$SUFFIX
 SOCK=$STATE/containerd.sock
@@ -83,8 +86,9 @@ PAUSE_IMAGE=localhost/nodelet/pause:1.0
 BUSYBOX_IMAGE=localhost/nodelet/busybox:1.35
 IMAGE_PATH_ENV=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 # Beyond the runtime: openssl (the agent's self-signed kubelet API certificate, the control plane's PKI), ca-certificates
-# (Go fetches the Kubernetes modules over HTTPS), curl and procps (pgrep) for tests: none is in a minimal Debian 12.
-PACKAGES=(containerd runc containernetworking-plugins busybox-static iptables iproute2 gcc libc6-dev openssl ca-certificates curl procps)
+# (Go fetches the Kubernetes modules over HTTPS) and procps (pgrep): none is in a minimal Debian 12. What only the tests
+# use is installed by scripts/test.sh: a node (the VM test's guest has no network) needs none of it.
+PACKAGES=(containerd runc containernetworking-plugins busybox-static iptables iproute2 gcc libc6-dev openssl ca-certificates procps)
 
 if [[ $INSTANCE == main ]]; then TAG="runtime"; else TAG="runtime($INSTANCE)"; fi
 log() { printf '%s: %s\n' "$TAG" "$*" >&2; }
@@ -222,6 +226,10 @@ disabled_plugins = [
       bin_dir = "$CNI_BIN"
       conf_dir = "$NET_DIR"
       max_conf_num = 1
+
+    # Registries are configured per host (certs.d/<host:port>/hosts.toml: CA, auth-free mirrors), read at each pull.
+    [plugins."io.containerd.grpc.v1.cri".registry]
+      config_path = "$CERTS_DIR"
 EOF
 }
 
@@ -261,7 +269,7 @@ write_configs() {
   log "writing containerd config $CONFIG (snapshotter $SNAPSHOTTER)..."
   CONFIG_CHANGED=0
   if write_if_changed "$CONFIG" "$(containerd_config)"; then CONFIG_CHANGED=1; fi
-  mkdir -p "$NET_DIR"
+  mkdir -p "$NET_DIR" "$CERTS_DIR"
   local name content
   if [[ $INSTANCE == main ]]; then
     name=10-nodelet.conflist

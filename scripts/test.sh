@@ -25,6 +25,12 @@ cleanup() {
 trap cleanup EXIT
 # The rig first: it installs what a bare Debian lacks, the CA certificates Go's module downloads need among them.
 bash scripts/runtime.sh up
+# What only the tests use, none of it in a minimal Debian 12: curl, the image registry the tests pull from
+# (docker-registry: distribution v2.8) and htpasswd for its basic auth (apache2-utils).
+log() { printf 'test: %s\n' "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+. scripts/common.sh
+ensure_debian_packages curl docker-registry apache2-utils
 # The Kubernetes binaries the control-plane tests run (built once into /var/cache/nodelet; a no-op afterwards).
 bash scripts/kube-build.sh >/dev/null
 status=0

@@ -175,7 +175,7 @@ export class Agent {
     const workers: PodWorkers = new PodWorkers({
       volumes,
       runtime,
-      images: new ImageManager(runtime, new Backoff(), clock.now, events, startupLatency),
+      images: new ImageManager(runtime, new Backoff(), clock.now, events, startupLatency, cluster?.objects),
       metrics,
       startupLatency,
       crashBackoff: new Backoff(),

@@ -56,6 +56,7 @@ export interface PodObjectReferences {
 export function podObjectReferences(pod: V1Pod): PodObjectReferences {
   const configMaps = new Set<string>();
   const secrets = new Set<string>();
+  for (const ref of pod.spec?.imagePullSecrets ?? []) if (ref.name) secrets.add(ref.name);
   for (const v of pod.spec?.volumes ?? []) {
     if (v.configMap?.name) configMaps.add(v.configMap.name);
     if (v.secret?.secretName) secrets.add(v.secret.secretName);

@@ -4,6 +4,7 @@ import { Client, credentials, type ServiceError } from '@grpc/grpc-js';
 import { loadSync, type MethodDefinition } from '@grpc/proto-loader';
 import { CriError, isNotFound, toCriError } from './errors.js';
 import type {
+  AuthConfig,
   CallOptions,
   Container,
   ContainerConfig,
@@ -340,10 +341,10 @@ export class CriClient implements RuntimeService, ImageService, StreamingService
     return r.image === null || r.image.id === '' ? undefined : fromWireImage(r.image);
   }
 
-  async pullImage(image: string, sandboxConfig?: PodSandboxConfig, opts?: CallOptions): Promise<string> {
+  async pullImage(image: string, sandboxConfig?: PodSandboxConfig, opts?: CallOptions, auth?: AuthConfig): Promise<string> {
     const r = await this.call<{ imageRef: string }>(
       'PullImage',
-      { image: { image }, sandboxConfig: sandboxConfig && wireSandboxConfig(sandboxConfig) },
+      { image: { image }, auth, sandboxConfig: sandboxConfig && wireSandboxConfig(sandboxConfig) },
       this.timeouts.pullTimeoutMs,
       opts,
     );

@@ -313,12 +313,23 @@ export interface StreamingService {
   portForward(podSandboxId: string, ports: number[], opts?: CallOptions): Promise<string>;
 }
 
+/** CRI AuthConfig: the registry credentials of one pull (kubelet sends the username and password of a pull secret). */
+export interface AuthConfig {
+  username?: string;
+  password?: string;
+  /** base64 of `username:password`, as a docker config's `auth` holds it. */
+  auth?: string;
+  serverAddress?: string;
+  identityToken?: string;
+  registryToken?: string;
+}
+
 /** The CRI ImageService as nodelet uses it. */
 export interface ImageService {
   /** Undefined when the image is not present. */
   imageStatus(image: string, opts?: CallOptions): Promise<Image | undefined>;
-  /** Returns the image reference (digest or id) the runtime stored. */
-  pullImage(image: string, sandboxConfig?: PodSandboxConfig, opts?: CallOptions): Promise<string>;
+  /** Returns the image reference (digest or id) the runtime stored; `auth` are the registry credentials, if any. */
+  pullImage(image: string, sandboxConfig?: PodSandboxConfig, opts?: CallOptions, auth?: AuthConfig): Promise<string>;
   listImages(opts?: CallOptions): Promise<Image[]>;
   removeImage(image: string, opts?: CallOptions): Promise<void>;
 }

@@ -1,8 +1,10 @@
 // Makes a container's image present per its imagePullPolicy, with kubelet's pull back-off and reasons.
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { EventRecorder } from '../core/events.js';
-import type { Image, ImageService, PodSandboxConfig } from '../cri/types.js';
+import type { AuthConfig, Image, ImageService, PodSandboxConfig } from '../cri/types.js';
 import type { Logger } from '../core/log.js';
+import type { ApiObjectSource } from '../core/api-objects.js';
+import { keyringFromSecrets, lookupCredentials } from '../decisions/pull-credentials.js';
 import { defaultImagePullPolicy } from '../core/image-reference.js';
 import type { Backoff } from '../decisions/backoff.js';
 import type { ImageUser } from './security-context.js';
@@ -51,7 +53,45 @@ export class ImageManager {
     private readonly events: EventRecorder,
     /** Told when a pod's pulls start and end (the pod startup SLI leaves them out). */
     private readonly latency?: Pick<PodStartupLatencyTracker, 'startedPulling' | 'finishedPulling'>,
+    /** The API server's secrets (cluster mode): the pod's imagePullSecrets. */
+    private readonly objects?: ApiObjectSource,
   ) {}
+
+  /**
+   * The logins to try for the image from the pod's imagePullSecrets, as kubelet: a secret that cannot be read is logged
+   * and skipped (the pull may still succeed), one that holds no docker config fails the pull naming it.
+   */
+  private async pullCredentials(pod: V1Pod, image: string, log: Logger, signal?: AbortSignal): Promise<AuthConfig[]> {
+    const refs = pod.spec?.imagePullSecrets ?? [];
+    if (!this.objects || refs.length === 0) return [];
+    const namespace = pod.metadata?.namespace ?? 'default';
+    const secrets = [];
+    for (const { name } of refs) {
+      if (!name) continue;
+      try {
+        secrets.push(await this.objects.getSecret(namespace, name, signal));
+      } catch (err) {
+        log.warn({ secret: `${namespace}/${name}`, err: (err as Error).message }, 'Unable to retrieve pull secret, the image pull may not succeed.');
+      }
+    }
+    return lookupCredentials(keyringFromSecrets(secrets), image).map(({ username, password }) => ({ username, password }));
+  }
+
+  /** kubelet's pull: anonymous without matching credentials, else each login in turn until one works (errors aggregated). */
+  private async pull(pod: V1Pod, image: string, sandboxConfig: PodSandboxConfig, log: Logger, signal?: AbortSignal): Promise<string> {
+    const logins = await this.pullCredentials(pod, image, log, signal);
+    if (logins.length === 0) return this.images.pullImage(image, sandboxConfig, { signal });
+    const errors: string[] = [];
+    for (const auth of logins) {
+      try {
+        return await this.images.pullImage(image, sandboxConfig, { signal }, auth);
+      } catch (err) {
+        errors.push(err instanceof Error ? err.message : String(err));
+      }
+    }
+    // Go's utilerrors aggregate: one error as it is, several as [a, b].
+    throw new Error(errors.length === 1 ? errors[0] : `[${errors.join(', ')}]`);
+  }
 
   /** Returns the image to run, or throws a SyncError with kubelet's reason. */
   async ensureImage(pod: V1Pod, container: V1Container, sandboxConfig: PodSandboxConfig, log: Logger, signal?: AbortSignal): Promise<EnsuredImage> {
@@ -86,7 +126,7 @@ export class ImageManager {
     this.latency?.startedPulling(podUid, started);
     let imageRef: string;
     try {
-      imageRef = await this.images.pullImage(image, sandboxConfig, { signal });
+      imageRef = await this.pull(pod, image, sandboxConfig, log, signal);
       this.latency?.finishedPulling(podUid, this.now());
       this.pullErrors.delete(key);
       log.info({ image, imageRef, durationMs: this.now() - started }, `Successfully pulled image "${image}"`);

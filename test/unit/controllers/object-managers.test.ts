@@ -97,16 +97,17 @@ function pod(uid: string, cms: string[], secrets: string[]): V1Pod {
   };
 }
 
-test('podObjectReferences: volumes, projected sources, envFrom and keyRefs of every container', () => {
+test('podObjectReferences: imagePullSecrets, volumes, projected sources, envFrom and keyRefs of every container', () => {
   const refs = podObjectReferences({
     spec: {
+      imagePullSecrets: [{ name: 'pull' }],
       volumes: [{ name: 'a', configMap: { name: 'c1' } }, { name: 'b', secret: { secretName: 's1' } }, { name: 'p', projected: { sources: [{ configMap: { name: 'c2' } }, { secret: { name: 's2' } }, { serviceAccountToken: { path: 't' } }] } }],
       initContainers: [{ name: 'i', envFrom: [{ configMapRef: { name: 'c3' } }] }],
       containers: [{ name: 'm', envFrom: [{ secretRef: { name: 's3' } }], env: [{ name: 'X', valueFrom: { configMapKeyRef: { name: 'c4', key: 'k' } } }, { name: 'Y', valueFrom: { secretKeyRef: { name: 's4', key: 'k' } } }] }],
     },
   });
   expect([...refs.configMaps]).toEqual(['c1', 'c2', 'c3', 'c4']);
-  expect([...refs.secrets]).toEqual(['s1', 's2', 's3', 's4']);
+  expect([...refs.secrets]).toEqual(['pull', 's1', 's2', 's3', 's4']);
 });
 
 test('ClusterObjectSource: registration keeps one watch per object; a change wakes exactly the pods that read it', async () => {
