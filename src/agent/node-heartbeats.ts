@@ -100,6 +100,10 @@ export class NodeHeartbeats {
 
   /** Registers the node and keeps its status and lease current until the signal aborts; never blocks the pods. */
   async run(signal: AbortSignal): Promise<void> {
-    await Promise.all([this.node.run(signal), this.lease.run(signal)]);
+    // The Lease is created once the Node exists (its owner): started then, it appears with the Node, not a renew
+    // interval later.
+    const aborted = new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
+    const lease = Promise.race([this.node.whenRegistered(), aborted]).then(() => (signal.aborted ? undefined : this.lease.run(signal)));
+    await Promise.all([this.node.run(signal), lease]);
   }
 }

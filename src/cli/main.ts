@@ -100,7 +100,8 @@ async function joinAndRun(argv: string[]): Promise<number> {
     agentArgv = await (await import('./join.js')).joinCluster(argv, log, signal);
   } catch (err) {
     if (err instanceof FlagError) throw err;
-    log.fatal(`nodelet join failed: ${(err as Error).message}`);
+    // For the person who ran it, as kubeadm prints a failed join: the message itself, not a (quoted) log line.
+    process.stderr.write(`nodelet join failed: ${(err as Error).message}\n`);
     return err instanceof Error && err.name === 'BootstrapInputError' ? 2 : 1;
   }
   return runAgent(agentArgv, { log, signal });

@@ -433,6 +433,11 @@ export async function terminatePod(
   signal?: AbortSignal,
   /** Runs once every container is stopped, before anything is removed (the pod's final status is read then). */
   afterKill?: () => Promise<void>,
+  /**
+   * The pod ended (Succeeded or Failed) but is not deleted: as kubelet, its stopped sandbox, its containers and their logs
+   * stay (`kubectl logs` of a finished pod reads them) until the pod is deleted; its cgroup and volumes go now.
+   */
+  keepContent = false,
 ): Promise<void> {
   const failed = (await killPod(deps, pod, state, gracePeriodSeconds, log, signal)).find((r) => r.error);
   if (failed) {
@@ -441,6 +446,11 @@ export async function terminatePod(
     throw new Error(message);
   }
   await afterKill?.();
+  if (keepContent) {
+    await deps.podCgroups?.removePod(state.uid);
+    await deps.volumes.tearDown(state.uid, log, signal);
+    return;
+  }
   for (const s of state.sandboxes) {
     await deps.runtime.removePodSandbox(s.id, { signal });
     log.info({ sandboxId: s.id }, 'Removed pod sandbox');

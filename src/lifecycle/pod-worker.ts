@@ -81,6 +81,8 @@ export class PodWorker {
   readonly terminated = new Promise<void>((resolve) => (this.resolveTerminated = resolve));
   private readonly log: Logger;
   private warnedUnsupported = false;
+  /** The termination under way keeps the pod's runtime objects and logs (it ended and is not deleted). */
+  private keepContent = false;
   /** The network was not ready at the last sync (logged once per wait). */
   private waitingForNetwork = false;
   /** Whether a sync has observed the runtime for this pod yet (the first may skip it: see observeNewPod). */
@@ -96,8 +98,11 @@ export class PodWorker {
     private readonly deps: PodWorkerDeps,
     private pod: V1Pod | undefined,
     private readonly identity: PodIdentity,
+    /** For a pod known only from the runtime: whether its termination keeps its content (see terminate). */
+    keepContent = false,
   ) {
     this.lifecycle = pod ? 'syncing' : 'terminating';
+    this.keepContent = !pod && keepContent;
     if (!pod) this.nextOperation = 'kill';
     this.firstSeen = deps.clock.now();
     this.log = deps.log.child({ pod: `${identity.namespace}/${identity.name}`, podUid: identity.uid });
@@ -128,8 +133,11 @@ export class PodWorker {
     }
   }
 
-  /** Starts termination: an in-flight sync is cancelled, then the pod is torn down with the grace period. */
-  terminate(gracePeriodSeconds?: number): void {
+  /**
+   * Starts termination: an in-flight sync is cancelled, then the pod is torn down with the grace period. `keepContent`
+   * (a pod that ended and is not deleted) stops it but leaves its runtime objects and logs for later removal.
+   */
+  terminate(gracePeriodSeconds?: number, keepContent = false): void {
     if (this.lifecycle === 'terminating' && gracePeriodSeconds !== undefined && gracePeriodSeconds < this.identity.gracePeriodSeconds) {
       // As kubelet's pod workers: the grace period only decreases; a shorter one cancels the stop under way, which
       // starts again with it.
@@ -140,6 +148,7 @@ export class PodWorker {
     }
     if (this.lifecycle !== 'syncing') return;
     this.lifecycle = 'terminating';
+    this.keepContent = keepContent;
     this.nextOperation = 'kill';
     this.deps.startupLatency?.forget(this.uid);
     this.deps.prober.removePod(this.uid);
@@ -199,12 +208,13 @@ export class PodWorker {
     const state = await this.deps.observer.observePod(this.uid, signal);
     const { name, namespace, uid, gracePeriodSeconds } = this.identity;
     const logDir = podLogDirectory(this.deps.node.podLogsDir, { metadata: { name, namespace, uid } });
-    await terminatePod(this.deps, this.pod ?? { metadata: { name, namespace, uid } }, state, gracePeriodSeconds, logDir, this.log, signal, this.finalStatusReader(signal));
+    const pod = this.pod ?? { metadata: { name, namespace, uid } };
+    await terminatePod(this.deps, pod, state, gracePeriodSeconds, logDir, this.log, signal, this.finalStatusReader(signal), this.keepContent);
     this.deps.crashBackoff.forgetPrefix(`${uid}/`);
     this.deps.apiObjects?.unregisterPod(uid);
     this.lifecycle = 'terminated';
     this.deps.clock.clearTimeout(this.timer);
-    this.log.info('Pod terminated and removed from the runtime');
+    this.log.info(this.keepContent ? 'Pod terminated; its stopped containers and logs are kept until it is deleted' : 'Pod terminated and removed from the runtime');
     this.resolveTerminated();
   }
 

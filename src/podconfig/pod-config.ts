@@ -15,11 +15,14 @@ export type PodSourceName = 'file' | 'api';
 
 /** What pod config drives in the pod workers. */
 export interface DesiredPodsSink {
-  setDesiredPods(pods: V1Pod[], allSourcesReady: boolean): void;
+  /** `ended`: pods that ended (Succeeded or Failed) and are not deleted, whose stopped content stays until deletion. */
+  setDesiredPods(pods: V1Pod[], allSourcesReady: boolean, ended: V1Pod[]): void;
   /** Starts a pod's termination with this grace period (deletion); no-op for a pod without a worker. */
   terminatePod(uid: string, gracePeriodSeconds: number): void;
-  /** Whether a UID has a worker (or is desired). */
+  /** Whether a UID has a worker, is desired, or ended with its content kept. */
   isKnown(uid: string): boolean;
+  /** Whether a UID has a worker (running or being stopped). */
+  hasWorker(uid: string): boolean;
 }
 
 export interface PodStatusSink {
@@ -150,7 +153,7 @@ export class PodConfig {
       const node = this.opts.node?.();
       // kubelet's filterOutInactivePods: a pod being deleted (or reported terminal) holds its resources until its
       // worker has stopped it.
-      let running = all.filter((p) => this.admitted.has(uidOf(p)) && (!ended(p) || workers.isKnown(uidOf(p))));
+      let running = all.filter((p) => this.admitted.has(uidOf(p)) && (!ended(p) || workers.hasWorker(uidOf(p))));
       for (const pod of fresh) {
         const result: AdmitResult = node ? this.admit(pod, running, node) : { admit: true };
         if (result.admit) {
@@ -174,7 +177,8 @@ export class PodConfig {
       this.log.info({ pod: nameOf(p), podUid: uidOf(p), gracePeriodSeconds: grace }, 'Pod deleted in the API server; terminating it');
       workers.terminatePod(uidOf(p), grace);
     }
-    workers.setDesiredPods(active(), this.allSourcesReady);
+    const finished = this.apiPods.filter((p) => isTerminalPhase(p.status?.phase) && !p.metadata?.deletionTimestamp);
+    workers.setDesiredPods(active(), this.allSourcesReady, finished);
     this.resyncMirrors();
     this.finishDeletions();
   }

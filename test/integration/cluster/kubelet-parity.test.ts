@@ -111,8 +111,8 @@ const pods: { name: string; spec: Record<string, unknown>; when: (p: V1Pod) => b
  */
 const deliberate: { path: RegExp; reason: string }[] = [
   {
-    path: /^oom\.(runtime|cgroups)\./,
-    reason: 'not done yet: nodelet removes a pod that ended (Failed, Succeeded) from the runtime; kubelet stops it and keeps its sandbox and last containers until the pod is deleted',
+    path: /^oom\.cgroups\./,
+    reason: "timing: nodelet removes an ended pod's cgroup as it stops the pod, kubelet at its next housekeeping",
   },
   {
     path: /^event only from (kubelet|nodelet): \w+ \| .* \| Unhealthy \| .* probe errored: rpc error: code = \w+ desc = failed to exec in container: /,

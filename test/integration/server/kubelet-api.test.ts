@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { execa, type ResultPromise } from 'execa';
 import type { V1Pod } from '@kubernetes/client-node';
-import { busybox, httpGet, sleep, waitFor } from '../helpers/agent.js';
+import { busybox, httpGet, runtimeObjects, sleep, waitFor, waitForRuntimeGone } from '../helpers/agent.js';
 import { freePorts, startRealCluster, type RealCluster } from '../helpers/real-cluster.js';
 
 let cluster: RealCluster;
@@ -144,6 +144,35 @@ describe('kubectl through kube-apiserver', () => {
     const noPrevious = await cluster.kubectl.tryRun('logs', 'logs', '-c', 'a', '--previous');
     expect(noPrevious.exitCode).not.toBe(0);
     expect(noPrevious.stderr).toContain('previous terminated container "a" in pod "logs" not found');
+  });
+
+  test('logs of pods that ended: their stopped containers stay until the pods are deleted, then nothing is left', async () => {
+    await cluster.kubectl.fromFile('create', 'ended.yaml', ['succeeds', 'fails'].map((name, i) => `
+apiVersion: v1
+kind: Pod
+metadata: {name: ${name}}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: main
+    image: ${busybox}
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "echo ${name}-out; exit ${i * 3}"]
+`).join('---\n'));
+    const succeeded = await cluster.kubectl.waitForPod('succeeds', 'Succeeded', (p) => p.status?.phase === 'Succeeded', { seen: cluster.uids });
+    const failed = await cluster.kubectl.waitForPod('fails', 'Failed', (p) => p.status?.phase === 'Failed', { seen: cluster.uids });
+    expect(failed.status?.containerStatuses?.[0]?.state?.terminated?.exitCode).toBe(3);
+    const uids = [succeeded.metadata!.uid!, failed.metadata!.uid!];
+    // Stopped (the sandbox too: its IP is released), not removed: logs are still read from the kept containers.
+    await waitFor('the ended pods stopped', async () => {
+      const sandboxes = (await cluster.cri.listPodSandbox()).filter((s) => uids.includes(s.labels['io.kubernetes.pod.uid'] ?? ''));
+      return sandboxes.length === 2 && sandboxes.every((s) => s.state === 'SANDBOX_NOTREADY') ? true : undefined;
+    }, 30_000, 200);
+    expect((await runtimeObjects(cluster.cri, uids)).containers).toHaveLength(2);
+    expect(await kubectl('logs', 'succeeds')).toBe('succeeds-out');
+    expect(await kubectl('logs', 'fails')).toBe('fails-out');
+    await kubectl('delete', 'pod', 'succeeds', 'fails', '--wait=true');
+    await waitForRuntimeGone(cluster.cri, uids);
   });
 
   test('exec: stdin piped, stdout and stderr apart, exit code propagated', async () => {

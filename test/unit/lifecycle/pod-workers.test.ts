@@ -158,3 +158,67 @@ test("while the network is not ready only host-network pods start (kubelet's Net
   await f.clock.advance(0);
   expect(running().sort()).toEqual(['app', 'cni-daemon']);
 });
+
+test("a pod that ended and is not deleted is stopped with its content kept (kubectl logs reads it); deleted, it is removed", async () => {
+  const t = setup();
+  const job: V1Pod = { ...pod('job'), spec: { ...pod('job').spec!, restartPolicy: 'Never' } };
+  t.workers.setDesiredPods([job]);
+  await t.idle();
+  for (const c of t.f.runtime.peek().containers) t.f.runtime.exitContainer(c.id, 0);
+  t.workers.handleRelist(['uid-job'], await t.relist());
+  await t.idle();
+  // The API server now has it Succeeded: no longer desired, one of the ended pods.
+  const ended: V1Pod = { ...job, status: { phase: 'Succeeded' } };
+  t.f.runtime.clearCalls();
+  t.workers.setDesiredPods([], true, [ended]);
+  await t.idle();
+  await t.workers.settled();
+  expect(t.f.runtime.callsOf('removePodSandbox')).toEqual([]);
+  expect(t.f.runtime.callsOf('removeContainer')).toEqual([]);
+  expect(t.f.runtime.peek().sandboxes.map((s) => s.state)).toEqual(['SANDBOX_NOTREADY']);
+  expect(t.f.runtime.peek().containers.map((c) => c.state)).toEqual(['CONTAINER_EXITED']);
+  expect(t.workers.pods().map((p) => [p.metadata?.name, p.status?.phase])).toEqual([['job', 'Succeeded']]);
+  expect(t.changes.at(-1)).toBe('uid-job set');
+  expect(t.workers.isKnown('uid-job')).toBe(true);
+  expect(t.workers.hasWorker('uid-job')).toBe(false);
+
+  // Its stopped objects are not an orphan while it is kept.
+  const snapshot = await t.relist();
+  t.f.runtime.clearCalls();
+  t.workers.handleRelist([], snapshot);
+  await t.idle();
+  expect(t.f.runtime.calls).toEqual([]);
+
+  // Deleted in the API server: gone from the ended pods, its objects are removed by the next relist.
+  t.workers.setDesiredPods([], true, []);
+  expect(t.workers.isKnown('uid-job')).toBe(false);
+  expect(t.changes.at(-1)).toBe('uid-job gone');
+  t.workers.handleRelist([], await t.relist());
+  await t.idle();
+  await t.workers.settled();
+  expect(t.f.runtime.peek()).toEqual({ sandboxes: [], containers: [] });
+  expect(t.workers.pods()).toEqual([]);
+});
+
+test('an ended pod found still running after an agent restart is stopped, its content kept', async () => {
+  const t = setup();
+  const earlier = new PodWorkers(t.f.deps);
+  earlier.setDesiredPods([pod('job')]);
+  await t.idle();
+  earlier.stop();
+  t.f.runtime.clearCalls();
+  t.workers.setDesiredPods([], true, [{ ...pod('job'), status: { phase: 'Failed' } }]);
+  t.workers.handleRelist([], await t.relist());
+  await t.idle();
+  await t.workers.settled();
+  expect(t.running()).toEqual([]);
+  expect(t.f.runtime.peek().sandboxes.map((s) => s.state)).toEqual(['SANDBOX_NOTREADY']);
+  expect(t.f.runtime.peek().containers.map((c) => c.state)).toEqual(['CONTAINER_EXITED']);
+  expect(t.f.runtime.callsOf('removeContainer')).toEqual([]);
+  // Stopped now: the next relist leaves it be.
+  const snapshot = await t.relist();
+  t.f.runtime.clearCalls();
+  t.workers.handleRelist([], snapshot);
+  await t.idle();
+  expect(t.f.runtime.calls).toEqual([]);
+});

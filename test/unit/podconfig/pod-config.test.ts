@@ -14,7 +14,7 @@ const pod = (name: string, created: string, cpu?: string, meta: Partial<NonNulla
 const staticPod = (name: string) => pod(name, '2025-01-01T00:00:00Z', undefined, { annotations: { 'kubernetes.io/config.source': 'file', 'kubernetes.io/config.hash': 'h' } });
 
 function setup(sources: ('file' | 'api')[] = ['file', 'api'], now?: () => number) {
-  const desired: { names: string[]; ready: boolean; pods: V1Pod[] }[] = [];
+  const desired: { names: string[]; ready: boolean; pods: V1Pod[]; ended: string[] }[] = [];
   const terminated: [string, number][] = [];
   const statuses: [string, V1PodStatus][] = [];
   const finished: string[] = [];
@@ -28,9 +28,10 @@ function setup(sources: ('file' | 'api')[] = ['file', 'api'], now?: () => number
     log: pino({ level: 'silent' }),
     ...(now ? { now } : {}),
     workers: {
-      setDesiredPods: (pods, ready) => desired.push({ names: pods.map((p) => p.metadata!.name!), ready, pods }),
+      setDesiredPods: (pods, ready, ended) => desired.push({ names: pods.map((p) => p.metadata!.name!), ready, pods, ended: ended.map((p) => p.metadata!.name!) }),
       terminatePod: (uid, grace) => terminated.push([uid, grace]),
       isKnown: (uid) => known.has(uid),
+      hasWorker: (uid) => known.has(uid),
     },
     status: {
       setApiPods: () => undefined,
@@ -113,10 +114,23 @@ describe('PodConfig', () => {
     expect(t.desired.at(-1)!.names).toEqual(['newer']);
   });
 
-  it('does not run pods the API reports terminal, nor mirror pods', () => {
+  it('does not run pods the API reports terminal, nor mirror pods; ended pods not deleted keep their content', () => {
     const t = setup(['api']);
-    t.config.setApiPods([pod('done', '2025-01-01T00:00:01Z', undefined, {}, { phase: 'Succeeded' })], [pod('static-n1', '2025-01-01T00:00:01Z')]);
-    expect(t.desired.at(-1)!.names).toEqual([]);
+    const deleted = pod('gone', '2025-01-01T00:00:01Z', undefined, { deletionTimestamp: new Date() }, { phase: 'Failed' });
+    t.config.setApiPods([pod('done', '2025-01-01T00:00:01Z', undefined, {}, { phase: 'Succeeded' }), deleted], [pod('static-n1', '2025-01-01T00:00:01Z')]);
+    expect(t.desired.at(-1)).toMatchObject({ names: [], ended: ['done'] });
+  });
+
+  it('counts an ended pod against admission only while its worker stops it, not while its content is kept', () => {
+    const t = setup(['api']);
+    const done = pod('done', '2025-01-01T00:00:01Z', '800m', {}, { phase: 'Succeeded' });
+    t.config.setApiPods([pod('done', '2025-01-01T00:00:01Z', '800m')], []);
+    t.known.add('uid-done');
+    t.config.setApiPods([done, pod('next', '2025-01-01T00:00:02Z', '800m')], []);
+    expect(t.statuses.map(([name, s]) => [name, s.reason])).toEqual([['next', 'OutOfcpu']]);
+    t.known.delete('uid-done'); // its worker is done: stopped, content kept
+    t.config.setApiPods([done, pod('later', '2025-01-01T00:00:03Z', '800m')], []);
+    expect(t.desired.at(-1)).toMatchObject({ names: ['later'], ended: ['done'] });
   });
 
   it('terminates a pod marked for deletion with min(pod grace, deletion grace) and finishes it once gone from the node', () => {
@@ -175,7 +189,7 @@ test('standalone (no node admission, no status manager): every static pod is adm
     sources: ['file'],
     events: { event: () => undefined, nodeEvent: () => undefined },
     log: pino({ level: 'silent' }),
-    workers: { setDesiredPods: (pods) => desired.push(pods.map((p) => p.metadata!.name!)), terminatePod: () => undefined, isKnown: () => true },
+    workers: { setDesiredPods: (pods) => desired.push(pods.map((p) => p.metadata!.name!)), terminatePod: () => undefined, isKnown: () => true, hasWorker: () => true },
   });
   // More cpu than any node has: node admission would refuse it; standalone its worker decides what runs.
   config.setStaticPods([staticPod('a'), pod('huge', '2025-01-01T00:00:00Z', '1000', { annotations: { 'kubernetes.io/config.source': 'file' } })]);
