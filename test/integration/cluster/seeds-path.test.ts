@@ -272,7 +272,12 @@ test("the real kube-apiserver refused none of the node's requests (audit log): N
   const node = (await cluster.audit()).filter((e) => e.user.username === `system:node:${cluster.nodeName}`);
   const refused = node.filter((e) => (e.responseStatus?.code ?? 0) >= 400)
     // As kubelet: the Lease is read before it exists, then created.
-    .filter((e) => !(e.verb === 'get' && e.objectRef?.resource === 'leases' && e.responseStatus?.code === 404));
+    .filter((e) => !(e.verb === 'get' && e.objectRef?.resource === 'leases' && e.responseStatus?.code === 404))
+    // Known race, kept in the README's known gaps: a pod's configMap reflector or token refresh that runs as the pod is
+    // deleted is refused by the node authorizer / NodeRestriction (the node no longer has a relationship to it; kubelet's
+    // reflectors log the same "no relationship found" refusals). Any other refusal fails the test.
+    .filter((e) => !(e.responseStatus?.code === 403 && ['configmaps', 'secrets', 'serviceaccounts'].includes(e.objectRef?.resource ?? '') &&
+      /no relationship found between node|node requested token bound to a pod scheduled on a different node/.test(e.responseStatus?.message ?? '')));
   expect(refused.map((e) => `${e.verb} ${e.requestURI}: ${e.responseStatus?.code} ${e.responseStatus?.message ?? ''}`)).toEqual([]);
   const did = new Set(node.map((e) => `${e.verb} ${e.objectRef?.resource ?? ''}${e.objectRef?.subresource ? `/${e.objectRef.subresource}` : ''}`));
   for (const what of ['create nodes', 'patch nodes/status', 'create leases', 'update leases', 'list pods', 'patch pods/status', 'delete pods',
