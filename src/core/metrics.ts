@@ -1,9 +1,10 @@
 // kubelet's metrics as the layers record them (/metrics and /metrics/probes). The interface is all a layer sees: the
 // Prometheus registry behind it is the kubelet API's (server/metrics.ts); a component built without one records nothing.
 import type { ProbeType } from './probe-results.js';
+import type { ObservedContainerState } from './runtime-state.js';
 
-/** kubelet's container_state label: the runtime state in lower case. */
-export type ContainerStateLabel = 'created' | 'running' | 'exited' | 'unknown';
+/** kubelet's container_state label: the runtime state in lower case, as nodelet observes it. */
+export type ContainerStateLabel = ObservedContainerState;
 
 /** kubelet's operation_type of kubelet_pod_worker_duration_seconds: the pod's first sync, a new spec, a resync, termination. */
 export type PodWorkerOperation = 'create' | 'update' | 'sync' | 'kill';

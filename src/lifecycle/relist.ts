@@ -3,7 +3,7 @@ import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/log.js';
 import type { ContainerStateLabel, NodeMetrics } from '../core/metrics.js';
 import { podUidLabel } from '../execution/labels.js';
-import type { NodeRuntimeSnapshot, RuntimeObserver } from './runtime-observer.js';
+import { stateNames, type NodeRuntimeSnapshot, type RuntimeObserver } from './runtime-observer.js';
 
 /** Per pod UID, the ids and states of its sandboxes and containers: a change means its worker must look. */
 export function podFingerprints(snapshot: NodeRuntimeSnapshot): Map<string, string> {
@@ -27,13 +27,6 @@ export function changedPods(before: Map<string, string>, after: Map<string, stri
   return changed;
 }
 
-const containerStates: Record<string, ContainerStateLabel> = {
-  CONTAINER_CREATED: 'created',
-  CONTAINER_RUNNING: 'running',
-  CONTAINER_EXITED: 'exited',
-  CONTAINER_UNKNOWN: 'unknown',
-};
-
 /** kubelet's running pods and containers gauges from a relist: pods with a ready sandbox, the pods' containers by state. */
 export function runtimeCounts(snapshot: NodeRuntimeSnapshot): { runningPods: number; containers: Record<ContainerStateLabel, number> } {
   const containers: Record<ContainerStateLabel, number> = { created: 0, running: 0, exited: 0, unknown: 0 };
@@ -42,7 +35,7 @@ export function runtimeCounts(snapshot: NodeRuntimeSnapshot): { runningPods: num
     const uid = s.labels[podUidLabel];
     if (uid && s.state === 'SANDBOX_READY') running.add(uid);
   }
-  for (const c of snapshot.containers) if (c.labels[podUidLabel]) containers[containerStates[c.state] ?? 'unknown']++;
+  for (const c of snapshot.containers) if (c.labels[podUidLabel]) containers[stateNames[c.state] ?? 'unknown']++;
   return { runningPods: running.size, containers };
 }
 

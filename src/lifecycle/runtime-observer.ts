@@ -27,7 +27,8 @@ export interface PodIPSource {
   podIPs(sandboxId: string): string[] | undefined;
 }
 
-const stateNames: Record<Container['state'], ObservedContainerState> = {
+/** A CRI container state as nodelet observes it (also kubelet's container_state metric label). */
+export const stateNames: Record<Container['state'], ObservedContainerState> = {
   CONTAINER_CREATED: 'created',
   CONTAINER_RUNNING: 'running',
   CONTAINER_EXITED: 'exited',
