@@ -75,7 +75,7 @@ async function run(bench: Bench, opts: Options): Promise<RunResults> {
   }
   if (opts.phases.has('api')) {
     await bench.agent?.stop();
-    apiResults = await runKubeletApiPhase();
+    apiResults = await runKubeletApiPhase({ cpuProf: opts.agentCpuProf, heapProf: opts.agentHeapProf });
   }
   return out;
 }

@@ -10,7 +10,7 @@
 // Printed, never asserted.
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { Agent as HttpsAgent, request } from 'node:https';
 import { connect as netConnect } from 'node:net';
 import { join } from 'node:path';
@@ -20,7 +20,9 @@ import { execa } from 'execa';
 import type { V1Pod } from '@kubernetes/client-node';
 import { busybox } from '../test/integration/helpers/agent.js';
 import { freePorts, startRealCluster, type RealCluster } from '../test/integration/helpers/real-cluster.js';
+import { agentMemoryUsage, InspectorSession } from './agent.js';
 import { memoryMB, processCpuMs } from './procfs.js';
+import { heapProfileSummary, profileSummary, type CpuProfile, type HeapProfileNode } from './profiles.js';
 import { median, now, progress, round1, round2 } from './util.js';
 
 const execReps = 20;
@@ -35,6 +37,16 @@ export interface ScrapeFigures {
   medianMs: number;
   cpuMsPerScrape: number;
   rssMB: { first: number; last: number; max: number };
+  /** A /healthz sent every 10 ms while scrapes of the path run back to back: its latency (the event loop's responsiveness). */
+  healthzDuringMs: { median: number; max: number; n: number };
+  /** With an inspector: the JS heap and RSS after the scrapes, before and after a full GC (garbage or kept). */
+  afterGc?: { heapUsedBeforeMB: number; heapUsedAfterMB: number; rssAfterMB: number };
+}
+
+/** Diagnosis of the scrapes (--agent-cpu-prof / --agent-heap-prof): V8 profiles of each path's scrapes. */
+export interface ApiProfiling {
+  cpuProf: string;
+  heapProf: string;
 }
 
 export interface KubeletApiResults {
@@ -177,11 +189,45 @@ async function measureLogs(cluster: RealCluster): Promise<KubeletApiResults['log
   return { medianMs: round1(median(delays)), p90Ms: round1(sorted[Math.floor(sorted.length * 0.9)]!), lines: delays.length };
 }
 
-async function measureScrapes(cluster: RealCluster, port: number, tls: ClientTls, agent: HttpsAgent): Promise<ScrapeFigures[]> {
+/** FILE with the path's name before its extension: one profile per scraped path. */
+function profileFile(file: string, path: string): string {
+  const tag = path.replace(/^\//, '').replace(/\//g, '-');
+  const dot = file.lastIndexOf('.');
+  return dot > file.lastIndexOf('/') ? `${file.slice(0, dot)}-${tag}${file.slice(dot)}` : `${file}-${tag}`;
+}
+
+/** Scrapes of the path back to back (20) with a /healthz every 10 ms on a connection of its own: the /healthz latencies. */
+async function healthzDuringScrapes(port: number, tls: ClientTls, agent: HttpsAgent, path: string): Promise<ScrapeFigures['healthzDuringMs']> {
+  const side = new HttpsAgent({ keepAlive: true, maxSockets: 1 });
+  const latencies: number[] = [];
+  let scraping = true;
+  const poll = (async () => {
+    await kubeletCall(port, tls, side, '/healthz');
+    while (scraping) {
+      latencies.push((await kubeletCall(port, tls, side, '/healthz')).ms);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  })();
+  try {
+    for (let i = 0; i < 20; i++) await kubeletCall(port, tls, agent, path);
+  } finally {
+    scraping = false;
+    await poll;
+    side.destroy();
+  }
+  return { median: round1(median(latencies)), max: round1(Math.max(...latencies)), n: latencies.length };
+}
+
+async function measureScrapes(cluster: RealCluster, port: number, tls: ClientTls, agent: HttpsAgent, inspector: InspectorSession | undefined, prof: ApiProfiling): Promise<ScrapeFigures[]> {
   const pid = agentPid(cluster.agent.rootDir);
   const out: ScrapeFigures[] = [];
   for (const path of ['/metrics', '/stats/summary', '/metrics/resource']) {
     for (let i = 0; i < 5; i++) await kubeletCall(port, tls, agent, path);
+    if (inspector && prof.heapProf) await inspector.post('HeapProfiler.startSampling');
+    if (inspector && prof.cpuProf) {
+      await inspector.post('Profiler.enable');
+      await inspector.post('Profiler.start');
+    }
     const rss: number[] = [];
     const times: number[] = [];
     let bytes = 0;
@@ -193,11 +239,38 @@ async function measureScrapes(cluster: RealCluster, port: number, tls: ClientTls
       if (i % 10 === 0 || i === scrapes - 1) rss.push(memoryMB(pid, 'VmRSS'));
     }
     const cpuMs = processCpuMs(pid).self - cpu0;
+    let afterGc: ScrapeFigures['afterGc'];
+    if (inspector && prof.cpuProf) {
+      const { profile } = await inspector.post<{ profile: CpuProfile }>('Profiler.stop');
+      const file = profileFile(prof.cpuProf, path);
+      await writeFile(file, JSON.stringify(profile));
+      const sum = profileSummary(profile, 12);
+      progress(`api: ${path}: CPU profile ${file}: ${sum.busyMs} ms busy; self by function:\n${sum.selfByFunction.map((f) => `    ${f.ms} ms ${f.pct}% ${f.name}`).join('\n')}` +
+        `\n  nodelet inclusive:\n${sum.nodeletInclusive.map((f) => `    ${f.ms} ms ${f.pct}% ${f.name}`).join('\n')}`);
+    }
+    if (inspector) {
+      const before = await agentMemoryUsage(inspector);
+      await inspector.post('HeapProfiler.collectGarbage');
+      await new Promise((r) => setTimeout(r, 1_000));
+      const after = await agentMemoryUsage(inspector);
+      afterGc = { heapUsedBeforeMB: before.heapUsedMB, heapUsedAfterMB: after.heapUsedMB, rssAfterMB: round1(memoryMB(pid, 'VmRSS')) };
+    }
+    if (inspector && prof.heapProf) {
+      const { profile } = await inspector.post<{ profile: { head: HeapProfileNode } }>('HeapProfiler.stopSampling');
+      const file = profileFile(prof.heapProf, path);
+      await writeFile(file, JSON.stringify(profile));
+      const sum = heapProfileSummary(profile.head, 12);
+      progress(`api: ${path}: heap profile ${file}: ${sum.liveMB} MB live; by function:\n${sum.byFunction.map((f) => `    ${f.kB} kB ${f.pct}% ${f.name}`).join('\n')}`);
+    }
+    const healthzDuringMs = await healthzDuringScrapes(port, tls, agent, path);
     out.push({
       path, bytes, medianMs: round1(median(times)), cpuMsPerScrape: round2(cpuMs / scrapes),
       rssMB: { first: round1(rss[0]!), last: round1(rss[rss.length - 1]!), max: round1(Math.max(...rss)) },
+      healthzDuringMs, ...(afterGc ? { afterGc } : {}),
     });
-    progress(`api: ${path}: ${round2(cpuMs / scrapes)} ms agent CPU per scrape, RSS ${round1(rss[0]!)} -> ${round1(rss[rss.length - 1]!)} MB`);
+    progress(`api: ${path}: ${round2(cpuMs / scrapes)} ms agent CPU per scrape, RSS ${round1(rss[0]!)} -> ${round1(rss[rss.length - 1]!)} MB` +
+      `${afterGc ? ` (JS heap ${afterGc.heapUsedBeforeMB} MB, ${afterGc.heapUsedAfterMB} MB after a full GC, RSS then ${afterGc.rssAfterMB} MB)` : ''}; ` +
+      `/healthz during scrapes: median ${healthzDuringMs.median} ms, max ${healthzDuringMs.max} ms`);
   }
   return out;
 }
@@ -214,12 +287,34 @@ spec:
     command: ["sh", "-c", ${JSON.stringify(command)}]
 `;
 
-export async function runKubeletApiPhase(): Promise<KubeletApiResults> {
-  const [port] = await freePorts(1);
+/** The agent's inspector (it was started with --inspect on the port): a session on its one target. */
+async function openInspector(port: number): Promise<InspectorSession> {
+  const targets = (await (await fetch(`http://127.0.0.1:${port}/json/list`)).json()) as { webSocketDebuggerUrl: string }[];
+  if (!targets[0]) throw new Error(`no inspector target on 127.0.0.1:${port}`);
+  return InspectorSession.open(targets[0].webSocketDebuggerUrl);
+}
+
+export async function runKubeletApiPhase(prof: ApiProfiling): Promise<KubeletApiResults> {
+  const [port, inspectPort] = await freePorts(2);
+  const profiling = prof.cpuProf !== '' || prof.heapProf !== '';
   progress('api: starting the control plane and nodelet as its node...');
-  const cluster = await startRealCluster({ agentArgs: (dir) => ['--client-ca-file', join(dir, 'pki', 'ca.crt'), '--port', String(port)], log: progress });
-  const agent = new HttpsAgent({ keepAlive: true, maxSockets: 1 });
+  // The fixture passes the bench's environment to the agent: an inspector on a loopback port for the diagnosis options.
+  const nodeOptions = process.env['NODE_OPTIONS'];
+  if (profiling) process.env['NODE_OPTIONS'] = `${nodeOptions ?? ''} --inspect=127.0.0.1:${inspectPort}`.trim();
+  let cluster: RealCluster;
   try {
+    cluster = await startRealCluster({ agentArgs: (dir) => ['--client-ca-file', join(dir, 'pki', 'ca.crt'), '--port', String(port)], log: progress });
+  } finally {
+    if (nodeOptions === undefined) delete process.env['NODE_OPTIONS'];
+    else process.env['NODE_OPTIONS'] = nodeOptions;
+  }
+  const agent = new HttpsAgent({ keepAlive: true, maxSockets: 1 });
+  let inspector: InspectorSession | undefined;
+  try {
+    if (profiling) {
+      inspector = await openInspector(inspectPort!);
+      if (prof.heapProf) await inspector.post('HeapProfiler.enable');
+    }
     const pki = join(cluster.dir, 'pki');
     const tls = { cert: await readFile(join(pki, 'apiserver-kubelet-client.crt'), 'utf8'), key: await readFile(join(pki, 'apiserver-kubelet-client.key'), 'utf8') };
     await cluster.kubectl.fromFile('create', 'api-pods.yaml', [podYaml('exec-target', 'exec sleep 3600'), podYaml('logger', 'while true; do echo line; sleep 0.1; done')].join('---\n'));
@@ -243,9 +338,10 @@ export async function runKubeletApiPhase(): Promise<KubeletApiResults> {
     progress(`api: ${loadPods} pods Running after ${round1((now() - started) / 1000)} s; scraping...`);
     // Two relists and a volume stats period's start behind the scrapes: the steady state a scraper sees.
     await new Promise((r) => setTimeout(r, 10_000));
-    const scrapeFigures = await measureScrapes(cluster, port!, tls, agent);
+    const scrapeFigures = await measureScrapes(cluster, port!, tls, agent, inspector, prof);
     return { exec, logs, scrapes: scrapeFigures, pods: loadPods };
   } finally {
+    inspector?.close();
     agent.destroy();
     progress('api: tearing the cluster down...');
     await cluster.stop();
@@ -262,7 +358,9 @@ export function kubeletApiTable(r: KubeletApiResults): string {
     `  POST /run                                        ${r.exec.runMs} ms   CRI ExecSync ${r.exec.execSyncMs} ms   ${ratio(r.exec.runMs, r.exec.execSyncMs)} (target <= ${targets.execRatio}x)`,
     `  kubectl logs -f line latency                     median ${r.logs.medianMs} ms, p90 ${r.logs.p90Ms} ms over ${r.logs.lines} lines (target median <= ${targets.logsMedianMs} ms)`,
     `  scrapes with ${r.pods} pods (${scrapes} each): agent CPU per scrape (target < ${targets.scrapeCpuMs} ms), RSS first / last / max`,
-    ...r.scrapes.map((s) => `    ${s.path.padEnd(20)} ${String(s.cpuMsPerScrape).padStart(6)} ms CPU   ${s.medianMs} ms latency   ${s.bytes} bytes   RSS ${s.rssMB.first} / ${s.rssMB.last} / ${s.rssMB.max} MB`),
+    ...r.scrapes.map((s) => `    ${s.path.padEnd(20)} ${String(s.cpuMsPerScrape).padStart(6)} ms CPU   ${s.medianMs} ms latency   ${s.bytes} bytes   RSS ${s.rssMB.first} / ${s.rssMB.last} / ${s.rssMB.max} MB` +
+      `   /healthz meanwhile: median ${s.healthzDuringMs.median} ms, max ${s.healthzDuringMs.max} ms` +
+      (s.afterGc ? `   JS heap ${s.afterGc.heapUsedBeforeMB} MB, after a full GC ${s.afterGc.heapUsedAfterMB} MB (RSS ${s.afterGc.rssAfterMB} MB)` : '')),
   ];
   return lines.join('\n');
 }

@@ -50,10 +50,12 @@ export const usage = `usage: node dist/bench/bench.js [--only startup|probes|clu
   --kubelet-log FILE  also write kubelet's log (-v 2) to FILE, for diagnosis
   --agent-cpu-prof FILE  diagnosis: start the agent with an inspector on a loopback port and write a V8 CPU profile of
                the probe-load window to FILE (a .cpuprofile, for Chrome DevTools); a summary is printed. The profiler's own
-               cost is in the CPU figures of that run.
+               cost is in the CPU figures of that run. In the api phase: one profile per scraped path (FILE-<path>), and
+               the agent's JS heap before and after a full GC once each path's scrapes end.
   --agent-heap-prof FILE  diagnosis: the same inspector; a V8 sampling heap profile of the window written to FILE (a
                .heapprofile: the allocations of the window still alive after a full GC at its end), with the agent's
                JS heap / native split every 10 s and its RSS after that GC. Either option adds those memory figures.
+               In the api phase: one per scraped path (FILE-<path>), as --agent-cpu-prof.
 With -v 2 or more the agent logs every successful probe, and the bench counts the probe runs (the logging costs CPU).
 Needs the rig's containerds: bash scripts/runtime.sh up && NODELET_RUNTIME_INSTANCE=floor bash scripts/runtime.sh up
   (and with kubelet NODELET_RUNTIME_INSTANCE=kubelet bash scripts/runtime.sh up, and its binary: npm run kube:build)`;
