@@ -133,7 +133,8 @@ export class Agent {
     const programs = config.spawnHelper ? await SpawnHelperRunner.start(config.spawnHelper, log) : new DirectProgramRunner();
     const executor = new CniExecutor({ binDirs: config.cniBinDirs, cacheDir: config.cniCacheDir, programs, log });
     const podCgroups = cgroupDriver === 'systemd' ? await PodCgroupManager.detect(config.kubelet.cgroupRoot, new BusctlSystemdUnits(programs)) : cgroupfs;
-    const capacity = nodeCapacity(await readMachineInfo(config.rootDir), config.kubelet.maxPods);
+    const machine = await readMachineInfo(config.rootDir);
+    const capacity = nodeCapacity(machine, config.kubelet.maxPods);
     // kubelet's node allocatable for the kubepods cgroup leaves the eviction thresholds in (they are for eviction).
     const enforced = config.kubelet.enforceNodeAllocatable.includes('pods') ? nodeAllocatable(capacity, { ...config.kubelet, evictionHard: {} }) : capacity;
     await podCgroups.limitKubepods({
@@ -241,6 +242,8 @@ export class Agent {
       runtime,
       metrics,
       runtimeListing: () => lastSnapshot,
+      podCgroups,
+      memoryCapacityBytes: Number(machine.memoryCapacityBytes),
       syncLoopEntry: () => lastRelist,
       clock,
       log,

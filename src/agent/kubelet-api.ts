@@ -13,9 +13,8 @@ import { logCheck, pingCheck, syncLoopCheck } from '../server/healthz.js';
 import { KubeletServer, type ServerRuntime } from '../server/kubelet-server.js';
 import type { KubeletMetrics } from '../server/metrics.js';
 import { StatsProvider, type RuntimeListing, type StatsRuntime } from '../server/stats-provider.js';
-import { parseCgroupMounts } from '../host/cgroups.js';
+import type { PodCgroupManager } from '../host/cgroups.js';
 import { CgroupUsageReader } from '../host/resource-usage.js';
-import { readMachineInfo } from '../host/machine-info.js';
 import { loadServingCertificate } from '../server/serving-cert.js';
 import type { CertificateManager } from '../bootstrap/rotation.js';
 import { AgentConfigError, type AgentConfig } from './agent-config.js';
@@ -32,6 +31,10 @@ export interface KubeletApiDeps {
   metrics: KubeletMetrics;
   /** The latest relist's sandboxes and containers. */
   runtimeListing: () => RuntimeListing | undefined;
+  /** The manager that creates the pod cgroups: where they are, in the host's hierarchies. */
+  podCgroups: Pick<PodCgroupManager, 'cgroupPath' | 'mounted'>;
+  /** The machine's memory (MemTotal), read once at start. */
+  memoryCapacityBytes: number;
   /** When the sync loop (the relist) last ran. */
   syncLoopEntry: () => number | undefined;
   clock: Clock;
@@ -142,11 +145,12 @@ export async function createKubeletApi(deps: KubeletApiDeps): Promise<KubeletSer
     runtime: deps.runtime,
     listing: deps.runtimeListing,
     pods: deps.pods,
-    cgroups: new CgroupUsageReader(parseCgroupMounts(await readFile('/proc/self/mountinfo', 'utf8'))),
+    cgroups: new CgroupUsageReader(deps.podCgroups.mounted),
+    cgroupPath: (name) => deps.podCgroups.cgroupPath(name),
     cgroupRoot: k.cgroupRoot,
     rootDir: config.rootDir,
     podLogsDir: config.podLogsDir,
-    memoryCapacityBytes: Number((await readMachineInfo(config.rootDir)).memoryCapacityBytes),
+    memoryCapacityBytes: deps.memoryCapacityBytes,
     nodeStartTime: clock.now() - uptime() * 1000,
     now: clock.now,
     log,

@@ -255,9 +255,23 @@ export class PodCgroupManager {
     return new PodCgroupManager(parseCgroupMounts(await readFile(mountinfoPath, 'utf8')), cgroupRoot, hostCgroupFs, systemd);
   }
 
-  /** The driver's path of a cgroup name (cgroupfs form, e.g. /kubepods/burstable/pod<uid>) under a hierarchy's mount. */
+  /**
+   * Where the cgroup named `name` (kubelet's cgroupfs form, e.g. /kubepods/burstable/pod<uid>) is in each hierarchy,
+   * relative to its mount point, as this manager creates it: the name itself, or with the systemd driver its slices
+   * (/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid>.slice). The same in cgroup v1 and v2.
+   */
+  cgroupPath(name: string): string {
+    return this.systemd ? systemdCgroupPath(name) : join('/', name);
+  }
+
+  /** The directory of a cgroup name under a hierarchy's mount. */
   private dir(h: CgroupHierarchy, name: string): string {
-    return join(h.mountPoint, this.systemd ? systemdCgroupPath(name) : name);
+    return join(h.mountPoint, this.cgroupPath(name));
+  }
+
+  /** The hierarchies mounted on the host (for reading cgroups' usage where the manager creates them). */
+  get mounted(): readonly CgroupHierarchy[] {
+    return this.hierarchies;
   }
 
   /** The directory name of a pod's cgroup under its QoS cgroup `qos` (a cgroup name): pod<uid>, or the systemd slice. */

@@ -79,7 +79,7 @@ export class CgroupUsageReader {
   private readonly memory?: string;
   private readonly unified?: string;
 
-  constructor(hierarchies: CgroupHierarchy[]) {
+  constructor(hierarchies: readonly CgroupHierarchy[]) {
     this.cpuacct = hierarchies.find((h) => h.version === 1 && h.controllers.includes('cpuacct'))?.mountPoint;
     this.memory = hierarchies.find((h) => h.version === 1 && h.controllers.includes('memory'))?.mountPoint;
     this.unified = hierarchies.find((h) => h.version === 2)?.mountPoint;
@@ -92,24 +92,24 @@ export class CgroupUsageReader {
     return undefined;
   }
 
-  /** The processes directly in the cgroup (a pod sandbox's process leads to its network namespace). */
+  /** The processes directly in the cgroup (a pod sandbox's process leads to its network namespace; a container's count). */
   pids(path: string): number[] {
-    const root = this.memory ?? this.cpuacct ?? this.unified;
-    const text = root ? readPseudoFile(join(root, path, 'cgroup.procs')) : undefined;
+    const text = this.procsRoot ? readPseudoFile(join(this.procsRoot, path, 'cgroup.procs')) : undefined;
     return (text ?? '').split('\n').filter(Boolean).map(Number);
   }
 
-  /** The processes in the cgroup and its child cgroups (a pod's: its containers'), as cAdvisor counts a pod's. */
-  processCount(path: string): number {
-    const root = this.memory ?? this.cpuacct ?? this.unified;
-    if (!root) return 0;
-    let children: string[] = [];
+  /** The names of the cgroup's child cgroups (a pod's: its sandbox's and containers'); none when it does not exist. */
+  children(path: string): string[] {
+    if (!this.procsRoot) return [];
     try {
-      children = readdirSync(join(root, path), { withFileTypes: true }).filter((c) => c.isDirectory()).map((c) => c.name);
+      return readdirSync(join(this.procsRoot, path), { withFileTypes: true }).filter((c) => c.isDirectory()).map((c) => c.name);
     } catch {
-      return 0;
+      return [];
     }
-    return [path, ...children.map((c) => join(path, c))].reduce((n, p) => n + this.pids(p).length, 0);
+  }
+
+  private get procsRoot(): string | undefined {
+    return this.memory ?? this.cpuacct ?? this.unified;
   }
 
   private readV1(path: string): CgroupUsage | undefined {

@@ -44,6 +44,12 @@ export interface StatsProviderOptions {
   /** The pods nodelet runs (their volumes). */
   pods: () => V1Pod[];
   cgroups: CgroupUsageReader;
+  /**
+   * Where a cgroup named in kubelet's cgroupfs form (/kubepods/burstable/pod<uid>) is in the hierarchies: the pod cgroup
+   * manager's answer, which created it (the slices of the systemd driver, the name itself with cgroupfs).
+   */
+  cgroupPath: (name: string) => string;
+  /** kubelet's cgroupRoot, under which kubepods is. */
   cgroupRoot: string;
   /** kubelet's root dir: the node filesystem, and the pods' volumes under pods/<uid>/volumes. */
   rootDir: string;
@@ -67,6 +73,15 @@ const volumePlugins: { key: 'emptyDir' | 'configMap' | 'secret' | 'projected' | 
 /** kubelet measures volumes once a minute (volumeStatsAggPeriod): walking them at every scrape would be the cost of it. */
 const volumeStatsPeriodMs = 60_000;
 
+/** Pods' cgroups read between two yields to the event loop: a scrape never holds it for long. */
+const podsPerTurn = 8;
+
+/** A pod sandbox's cgroups, found once per sandbox: its child cgroups (the sandbox's and its containers') and its pause process. */
+interface SandboxCgroups {
+  children: string[];
+  pausePid?: number;
+}
+
 interface DirUsage {
   usage?: { bytes: number; inodes: number };
   fs?: FsUsage;
@@ -75,10 +90,20 @@ interface DirUsage {
 export class StatsProvider {
   private readonly cpuRates = new CpuRates();
   private readonly du = new Map<string, DirUsage & { at: number }>();
+  private sandboxCgroups = new Map<string, SandboxCgroups>();
+  /** The collection under way: scrapes that come meanwhile (/stats/summary and /metrics/resource at once) share it. */
+  private collecting?: Promise<Summary>;
 
   constructor(private readonly opts: StatsProviderOptions) {}
 
-  async summary(): Promise<Summary> {
+  summary(): Promise<Summary> {
+    this.collecting ??= this.collect().finally(() => {
+      this.collecting = undefined;
+    });
+    return this.collecting;
+  }
+
+  private async collect(): Promise<Summary> {
     const { opts } = this;
     const now = opts.now();
     const listing = opts.listing();
@@ -94,7 +119,7 @@ export class StatsProvider {
       filesystemUsage(opts.rootDir),
     ]);
     const nodeUsage = opts.cgroups.read('/');
-    const podsUsage = opts.cgroups.read(join('/', opts.cgroupRoot, 'kubepods'));
+    const podsUsage = opts.cgroups.read(opts.cgroupPath(join('/', opts.cgroupRoot, 'kubepods')));
     const netDev = readPseudoFile('/proc/net/dev') ?? '';
     const rlimit = processLimits();
     const imageFsUsage = imageFs?.imageFilesystems[0];
@@ -110,16 +135,23 @@ export class StatsProvider {
       const seen = newest.get(uid);
       if (!seen || seen.createdAt < s.createdAt) newest.set(uid, s);
     }
-    const pods = await Promise.all(
-      [...newest.values()].map((sandbox) =>
-        this.podSummary(sandbox, containers.filter((c) => c.podSandboxId === sandbox.id), statsById, podsByUid.get(sandbox.metadata.uid), {
-          now,
-          rootfs: imageFsCapacity,
-          logsFs,
-          nodeFs,
-        }),
-      ),
+    const containersBySandbox = new Map<string, Container[]>();
+    for (const c of containers) containersBySandbox.set(c.podSandboxId, [...(containersBySandbox.get(c.podSandboxId) ?? []), c]);
+    const fsInfo = { now, rootfs: imageFsCapacity, logsFs, nodeFs };
+    const ready = [...newest.values()];
+    // The filesystems' parts first (asynchronous, mostly cached), then the cgroups' (synchronous) in small batches.
+    const partial = await Promise.all(
+      ready.map((sandbox) => this.podFsSummary(sandbox, containersBySandbox.get(sandbox.id) ?? [], statsById, podsByUid.get(sandbox.metadata.uid), fsInfo)),
     );
+    const pods: PodSummary[] = [];
+    const seenSandboxes = new Map<string, SandboxCgroups>();
+    for (let i = 0; i < ready.length; i++) {
+      if (i > 0 && i % podsPerTurn === 0) await nextTurn();
+      const sandbox = ready[i]!;
+      const pod = podsByUid.get(sandbox.metadata.uid);
+      pods.push({ ...partial[i]!, ...(pod ? this.podCgroupStats(pod, sandbox, containersBySandbox.get(sandbox.id) ?? [], now, seenSandboxes) : {}) });
+    }
+    this.sandboxCgroups = seenSandboxes;
     this.cpuRates.rotate();
     return {
       node: {
@@ -151,7 +183,8 @@ export class StatsProvider {
     };
   }
 
-  private async podSummary(
+  /** A pod's summary without what its cgroups tell: containers from CRI stats, logs, volumes and ephemeral storage. */
+  private async podFsSummary(
     sandbox: PodSandbox,
     containers: Container[],
     statsById: Map<string, ContainerStats>,
@@ -177,31 +210,48 @@ export class StatsProvider {
       }),
     );
     const volumes = pod ? await this.volumeStats(pod, now) : [];
-    let cpu, memory, network, processCount: number | undefined;
-    if (pod) {
-      // The reads are synchronous (cheaper for kernel files); each pod's come in a turn of their own.
-      await nextTurn();
-      const cgroup = podCgroupParent(pod, this.opts.cgroupRoot);
-      const usage = this.opts.cgroups.read(cgroup);
-      if (usage?.cpuUsageNs !== undefined) cpu = cpuStats(this.cpuRates.sample(`p/${m.uid}`, now, usage.cpuUsageNs));
-      memory = memoryStats(usage?.memory, now, this.opts.memoryCapacityBytes);
-      processCount = this.opts.cgroups.processCount(cgroup);
-      // The sandbox's own cgroup under the pod's (containerd names it by the sandbox id) holds its pause process, in
-      // the pod's network namespace. Host-network pods report none, as kubelet.
-      const pausePid = pod.spec?.hostNetwork ? undefined : this.opts.cgroups.pids(join(cgroup, sandbox.id))[0];
-      if (pausePid !== undefined) network = networkStats(parseNetDev(readPseudoFile(`/proc/${pausePid}/net/dev`) ?? ''), now);
-    }
     const localEphemeral = volumes.filter((v) => v.localEphemeral).map((v) => v.stats);
     return {
       podRef: ref,
       startTime: apiTime(sandbox.createdAt),
       containers: containerSummaries,
+      ...(volumes.length > 0 ? { volume: volumes.map((v) => v.stats) } : {}),
+      'ephemeral-storage': ephemeralStorage(containerSummaries, localEphemeral, fs.nodeFs, now),
+    };
+  }
+
+  /**
+   * What the pod's cgroup tells, as kubelet reads it through cAdvisor: its cpu and memory; its network from its
+   * sandbox's (pause) process, whose network namespace it is (none for host-network pods, as kubelet); the processes of
+   * its running containers' cgroups (kubelet sums its containers' counts; the pause process is not one).
+   */
+  private podCgroupStats(pod: V1Pod, sandbox: PodSandbox, containers: Container[], now: number, seen: Map<string, SandboxCgroups>): Partial<PodSummary> {
+    const cgroup = this.opts.cgroupPath(podCgroupParent(pod, this.opts.cgroupRoot));
+    const usage = this.opts.cgroups.read(cgroup);
+    const cpu = usage?.cpuUsageNs !== undefined ? cpuStats(this.cpuRates.sample(`p/${sandbox.metadata.uid}`, now, usage.cpuUsageNs)) : undefined;
+    const memory = memoryStats(usage?.memory, now, this.opts.memoryCapacityBytes);
+    // The runtime names each child cgroup after its sandbox's or container's id (with a prefix and suffix under systemd).
+    let found = this.sandboxCgroups.get(sandbox.id);
+    if (!found || containers.some((c) => !found!.children.some((d) => d.includes(c.id)))) {
+      const children = this.opts.cgroups.children(cgroup);
+      const sandboxDir = children.find((d) => d.includes(sandbox.id));
+      const pausePid = sandboxDir !== undefined ? this.opts.cgroups.pids(join(cgroup, sandboxDir))[0] : undefined;
+      found = { children, ...(pausePid !== undefined ? { pausePid } : {}) };
+    }
+    seen.set(sandbox.id, found);
+    const dirs = found.children;
+    let processCount = 0;
+    for (const c of containers) {
+      const dir = dirs.find((d) => d.includes(c.id));
+      if (dir !== undefined) processCount += this.opts.cgroups.pids(join(cgroup, dir)).length;
+    }
+    const netDev = pod.spec?.hostNetwork || found.pausePid === undefined ? undefined : readPseudoFile(`/proc/${found.pausePid}/net/dev`);
+    const network = netDev !== undefined ? networkStats(parseNetDev(netDev), now) : undefined;
+    return {
       ...optional('cpu', cpu),
       ...optional('memory', memory),
       ...optional('network', network),
-      ...(volumes.length > 0 ? { volume: volumes.map((v) => v.stats) } : {}),
-      'ephemeral-storage': ephemeralStorage(containerSummaries, localEphemeral, fs.nodeFs, now),
-      ...(processCount !== undefined ? { process_stats: { process_count: processCount } } : {}),
+      ...(usage ? { process_stats: { process_count: processCount } } : {}),
     };
   }
 

@@ -83,9 +83,13 @@ export interface Summary {
   pods: PodSummary[];
 }
 
-/** kube's JSON time (metav1.Time): RFC 3339, whole seconds. */
+let lastApiTime = { second: NaN, text: '' };
+
+/** kube's JSON time (metav1.Time): RFC 3339, whole seconds. A scrape asks for the same second hundreds of times. */
 export function apiTime(ms: number): string {
-  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+  const second = Math.floor(ms / 1000);
+  if (second !== lastApiTime.second) lastApiTime = { second, text: new Date(second * 1000).toISOString().replace('.000Z', 'Z') };
+  return lastApiTime.text;
 }
 
 /** A cumulative cpu counter at a time, and its rate since the counter's previous sample (undefined for the first). */

@@ -214,6 +214,16 @@ describe('the systemd cgroup driver', () => {
     expect(systemdCgroupPath('/')).toBe('/');
   });
 
+  test("a pod cgroup's path as each driver's manager creates it, the same in v1 and v2 hierarchies", () => {
+    const units: SystemdUnits = { startSlice: () => Promise.resolve(), stopUnit: () => Promise.resolve() };
+    const name = '/kubelet/kubepods/besteffort/pod1a-2b';
+    for (const hierarchies of [[{ mountPoint: '/sys/fs/cgroup', version: 2, controllers: [] }], [{ mountPoint: '/sys/fs/cgroup/memory', version: 1, controllers: ['memory'] }]] as CgroupHierarchy[][]) {
+      expect(new PodCgroupManager(hierarchies, '/kubelet').cgroupPath(name)).toBe(name);
+      expect(new PodCgroupManager(hierarchies, '/kubelet', undefined, units).cgroupPath(name))
+        .toBe('/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-besteffort.slice/kubelet-kubepods-besteffort-pod1a_2b.slice');
+    }
+  });
+
   test('transient slice properties: wanted by the parent, accounting, limits in systemd units, no Delegate (refused for slices)', () => {
     const props = sliceProperties({
       unit: 'kubepods-burstable-podx.slice',
