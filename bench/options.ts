@@ -20,6 +20,8 @@ export interface Options {
   /** Diagnosis: where to write a sampling heap profile (what the window's allocations left alive) ('' for none). */
   agentHeapProf: string;
   json: boolean;
+  /** Measure even while other agents or test runs are active (their load is noise; each is noted), instead of waiting. */
+  noWait: boolean;
   /** Cluster phase: the pods get the default service account token volume (as kube's admission gives any pod). */
   saToken: boolean;
   agentV: number;
@@ -43,6 +45,8 @@ export const usage = `usage: node dist/bench/bench.js [--only startup|probes|clu
   --probe-pods N     pods running during the probe-load window (default 30)
   --probe-seconds N  length of the probe-load window (default 120)
   --json       print the figures as JSON on stdout (the table then goes to stderr)
+  --no-wait    start even while other nodelet agents or test runs are active (on their own containerd and CNI socket:
+               an agent on the rig's main one is still waited for); their CPU load is noise in the figures, and each is noted
   --sa-token   cluster phase: let the API pods mount the default service account token (kube's default; the floor's pods
                and the other phases' have no volume), so the figures include the token and kube-root-ca.crt requests
   --agent-v N  the agent's log verbosity (-v), for diagnosis only (default 0)
@@ -63,7 +67,7 @@ Needs the rig's containerds: bash scripts/runtime.sh up && NODELET_RUNTIME_INSTA
 export function parseOptions(argv: string[]): Options {
   const opts: Options = {
     phases: new Set(['startup', 'probes', 'cluster', 'api']), peers: new Set(['floor', 'kubelet']), reps: 5, pods: 30, bigPods: 110, bigReps: 3, probePods: 30, probeSeconds: 120, agentCpuProf: '', agentHeapProf: '',
-    json: false, saToken: false, agentV: 0, agentLog: '', kubeletLog: '',
+    json: false, noWait: false, saToken: false, agentV: 0, agentLog: '', kubeletLog: '',
   };
   const int = (flag: string, value: string | undefined, min: number): number => {
     if (value === undefined || !/^\d+$/.test(value) || Number(value) < min) throw new UsageError(`${flag} needs an integer >= ${min}`);
@@ -97,6 +101,7 @@ export function parseOptions(argv: string[]): Options {
       case '--agent-log': opts.agentLog = value() ?? ''; if (!opts.agentLog) throw new UsageError('--agent-log needs a file'); break;
       case '--kubelet-log': opts.kubeletLog = value() ?? ''; if (!opts.kubeletLog) throw new UsageError('--kubelet-log needs a file'); break;
       case '--json': opts.json = true; break;
+      case '--no-wait': opts.noWait = true; break;
       case '--sa-token': opts.saToken = true; break;
       case '-h': case '--help': throw new UsageError('', 0);
       default: throw new UsageError(`unknown argument: ${argv[i]}`);

@@ -147,6 +147,11 @@ export class Bench {
       const others = otherAgentProcesses(new Set([process.pid]), this.base);
       const socketBusy = await cniSocketInUse();
       if (others.length === 0 && !socketBusy) return;
+      // --no-wait: an agent serving the rig's CNI socket shares our containerd and is still waited for; others are noise.
+      if (this.opts.noWait && !socketBusy) {
+        for (const p of others) progress(`NOTE: measuring while another nodelet agent or test run is active (--no-wait): ${p}`);
+        return;
+      }
       if (now() > deadline) throw new Error(`another nodelet agent still runs after 15 minutes: ${others.join('; ') || cniSocket + ' in use'}`);
       progress(`another nodelet agent or test run is active (${others.join('; ') || `${cniSocket} in use`}); waiting (checking every 20 s, up to 15 min)...`);
       await delay(otherAgentPollMs, undefined, { signal: this.signal });
