@@ -170,6 +170,7 @@ export async function createKubeletApi(deps: KubeletApiDeps): Promise<KubeletSer
     authorizer,
     pods: deps.pods,
     runtime: deps.runtime,
+    listedContainers: () => deps.runtimeListing()?.containers,
     configz: () => configz(k),
     metrics: deps.metrics,
     stats,

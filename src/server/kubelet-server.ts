@@ -44,6 +44,8 @@ export interface KubeletServerOptions {
   /** The pods nodelet runs, with their status (kubelet's pod manager). */
   pods: () => V1Pod[];
   runtime: ServerRuntime;
+  /** The latest relist's containers (undefined before the first): the exec path finds a running container there. */
+  listedContainers?: () => Container[] | undefined;
   /** The configuration /configz shows. */
   configz: () => object;
   healthChecks: HealthCheck[];
@@ -340,7 +342,10 @@ export class KubeletServer {
    * that is not running are both `container not found`, a 500 (its error is no gRPC NotFound).
    */
   private async runningInstance(pod: V1Pod, containerName: string): Promise<Container> {
-    const running = specContainer(pod, containerName) ? (await this.instances(pod, containerName)).find((c) => c.state === 'CONTAINER_RUNNING') : undefined;
+    if (!specContainer(pod, containerName)) throw new RequestError(500, `container not found ("${containerName}")`);
+    // The relist, at most a second old, spares the exec path a runtime call; one started since is asked of the runtime.
+    const isIt = (c: Container) => c.state === 'CONTAINER_RUNNING' && c.labels[podUidLabel] === pod.metadata!.uid && c.labels[containerNameLabel] === containerName;
+    const running = this.opts.listedContainers?.()?.find(isIt) ?? (await this.instances(pod, containerName)).find(isIt);
     if (!running) throw new RequestError(500, `container not found ("${containerName}")`);
     return running;
   }
