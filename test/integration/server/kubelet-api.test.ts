@@ -351,7 +351,7 @@ describe('metrics and stats through kube-apiserver (kubectl get --raw)', () => {
       podRef: { name: string; namespace: string; uid: string };
       containers: { name: string; cpu?: { usageCoreNanoSeconds?: number }; memory?: { workingSetBytes?: number }; rootfs?: Fs; logs?: Fs }[];
       cpu?: { usageCoreNanoSeconds?: number }; memory?: { workingSetBytes?: number }; network?: { rxBytes?: number; interfaces: unknown[] };
-      volume?: (Fs & { name: string })[]; 'ephemeral-storage'?: Fs;
+      volume?: (Fs & { name: string })[]; 'ephemeral-storage'?: Fs; process_stats?: { process_count: number };
     }
     const summary = JSON.parse(await raw('/stats/summary')) as {
       node: { nodeName: string; cpu?: { usageCoreNanoSeconds?: number }; memory?: { workingSetBytes?: number; availableBytes?: number }; fs?: Fs; runtime?: { imageFs?: Fs }; rlimit?: { maxpid?: number } };
@@ -375,6 +375,8 @@ describe('metrics and stats through kube-apiserver (kubectl get --raw)', () => {
     expect(web.cpu?.usageCoreNanoSeconds).toBeGreaterThan(0);
     expect(web.memory?.workingSetBytes).toBeGreaterThan(0);
     expect(web.network?.interfaces.length).toBeGreaterThan(0);
+    // Its two containers' processes (httpd, the ticker's shell), not the pause process.
+    expect(web.process_stats?.process_count).toBeGreaterThanOrEqual(2);
     const probed = summary.pods.find((p) => p.podRef.name === 'probed')!;
     expect(probed.containers.map((c) => c.name)).toEqual(['worker']);
     const scratch = probed.volume?.find((v) => v.name === 'scratch');
