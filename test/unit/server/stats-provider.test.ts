@@ -1,9 +1,8 @@
 // The stats provider reads a pod's cgroup where the pod cgroup manager puts it: cgroupfs names or the systemd driver's
 // slices, in cgroup v1 or v2 hierarchies (scratch directories standing in for cgroupfs; the pause process is this one,
 // whose /proc/<pid>/net/dev is real).
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { PodCgroupManager, type CgroupHierarchy, type SystemdUnits } from '../../../src/host/cgroups.js';
@@ -11,15 +10,9 @@ import { CgroupUsageReader, parseNetDev } from '../../../src/host/resource-usage
 import type { Container, PodSandbox } from '../../../src/cri/types.js';
 import { StatsProvider, type RuntimeListing } from '../../../src/server/stats-provider.js';
 import { recordingLogger } from '../prober/fake-log.js';
+import { files, scratchDir } from '../fakes/scratch-dir.js';
 
-let dir: string;
-beforeEach(async () => (dir = await mkdtemp(join(tmpdir(), 'stats-'))));
-afterEach(async () => rm(dir, { recursive: true, force: true }));
-
-async function files(base: string, entries: Record<string, string>): Promise<void> {
-  await mkdir(base, { recursive: true });
-  for (const [name, text] of Object.entries(entries)) await writeFile(join(base, name), text);
-}
+const scratch = scratchDir('stats-');
 
 const uid = '0a1b2c3d-4e5f-6789-abcd-ef0123456789';
 const sandboxId = 'f00d'.repeat(16);
@@ -60,7 +53,7 @@ async function hostCgroups(version: 1 | 2, layout: (typeof layouts)[keyof typeof
   const procs = (base: string) => files(join(base, layout.sandbox), { 'cgroup.procs': `${process.pid}\n` })
     .then(() => files(join(base, layout.container), { 'cgroup.procs': '101\n102\n' }));
   if (version === 2) {
-    const mount = join(dir, 'unified');
+    const mount = join(scratch.dir(), 'unified');
     for (const [path, cpu] of [[layout.pod, 3_000], [layout.kubepods, 9_000]] as const) {
       await files(join(mount, path), {
         'cpu.stat': `usage_usec ${cpu}\n`, 'memory.current': '4096\n', 'memory.stat': 'anon 1024\ninactive_file 1000\npgfault 3\npgmajfault 0\n', 'memory.max': 'max\n',
@@ -69,8 +62,8 @@ async function hostCgroups(version: 1 | 2, layout: (typeof layouts)[keyof typeof
     await procs(join(mount, layout.pod));
     return [{ mountPoint: mount, version: 2, controllers: [] }];
   }
-  const cpuacct = join(dir, 'cpu,cpuacct');
-  const memory = join(dir, 'memory');
+  const cpuacct = join(scratch.dir(), 'cpu,cpuacct');
+  const memory = join(scratch.dir(), 'memory');
   for (const [path, cpu] of [[layout.pod, 3_000_000], [layout.kubepods, 9_000_000]] as const) {
     await files(join(cpuacct, path), { 'cpuacct.usage': `${cpu}\n` });
     await files(join(memory, path), {
@@ -99,7 +92,7 @@ describe.each([
   test("the pod's cpu, memory, network and process count read where the manager made its cgroup", async () => {
     const hierarchies = await hostCgroups(version, layouts[driver]);
     const manager = new PodCgroupManager(hierarchies, '/', undefined, driver === 'systemd' ? noSystemdCalls : undefined);
-    await mkdir(join(dir, 'root'));
+    await mkdir(join(scratch.dir(), 'root'));
     const stats = new StatsProvider({
       nodeName: 'n1',
       runtime: { listContainerStats: () => Promise.resolve([]), imageFsInfo: () => Promise.resolve({ imageFilesystems: [], containerFilesystems: [] }) },
@@ -108,8 +101,8 @@ describe.each([
       cgroups: new CgroupUsageReader(manager.mounted),
       cgroupPath: (name) => manager.cgroupPath(name),
       cgroupRoot: '/',
-      rootDir: join(dir, 'root'),
-      podLogsDir: join(dir, 'logs'),
+      rootDir: join(scratch.dir(), 'root'),
+      podLogsDir: join(scratch.dir(), 'logs'),
       memoryCapacityBytes: 1 << 30,
       nodeStartTime: now - 3_600_000,
       now: () => now,
@@ -145,8 +138,8 @@ test('scrapes that come while a collection is under way share it', async () => {
     cgroups: new CgroupUsageReader([]),
     cgroupPath: (name) => name,
     cgroupRoot: '/',
-    rootDir: dir,
-    podLogsDir: dir,
+    rootDir: scratch.dir(),
+    podLogsDir: scratch.dir(),
     memoryCapacityBytes: 1 << 30,
     nodeStartTime: now - 3_600_000,
     now: () => now,
