@@ -1,5 +1,6 @@
 // What pod volumes and container env read from the API server (configmaps, secrets, service account tokens), as an interface with typed errors.
 import type { V1ConfigMap, V1Pod, V1Secret, V1Service } from '@kubernetes/client-node';
+import { podContainers } from './pod-containers.js';
 
 /** The kind names kubelet's object managers use in their NotFound errors (`configmap "x" not found`). */
 export type ObjectKind = 'configmap' | 'secret';
@@ -65,7 +66,7 @@ export function podObjectReferences(pod: V1Pod): PodObjectReferences {
       if (s.secret?.name) secrets.add(s.secret.name);
     }
   }
-  for (const c of [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])]) {
+  for (const c of podContainers(pod)) {
     for (const from of c.envFrom ?? []) {
       if (from.configMapRef?.name) configMaps.add(from.configMapRef.name);
       if (from.secretRef?.name) secrets.add(from.secretRef.name);

@@ -10,7 +10,7 @@ export type ContainerStateLabel = ObservedContainerState;
 export type PodWorkerOperation = 'create' | 'update' | 'sync' | 'kill';
 
 /** kubelet's container_type label of the started-containers counters. */
-export type ContainerTypeLabel = 'container' | 'init_container';
+export type ContainerTypeLabel = 'container' | 'init_container' | 'ephemeral_container';
 
 /** Who a probe metric is about: kubelet's prober labels. */
 export interface ProbeMetricTarget {

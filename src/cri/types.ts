@@ -32,6 +32,8 @@ export interface NamespaceOption {
   network: NamespaceMode;
   pid: NamespaceMode;
   ipc: NamespaceMode;
+  /** The container whose namespace a TARGET mode joins (an ephemeral container's target). */
+  targetId?: string;
 }
 
 /** CRI SecurityProfile (seccomp or AppArmor). localhostRef names the profile when profileType is Localhost. */

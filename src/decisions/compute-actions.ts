@@ -3,12 +3,13 @@ import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { isInBackoffSince, type BackoffEntry, type BackoffPolicy } from './backoff.js';
 import { containerHash } from './container-hash.js';
 import { computeInitContainerPlan, findNextInitContainerToRun, hasAnyRegularContainerCreated, hasRestartableInitContainer } from './init-containers.js';
+import { ephemeralContainers } from '../core/pod-containers.js';
 import { latestContainer, type ContainerObservation, type PodRuntimeState, type SandboxObservation } from '../core/runtime-state.js';
 import type { ProbeResultLookup } from '../core/probe-results.js';
 
 export interface ContainerToStart {
   name: string;
-  /** Index in spec.initContainers for init containers, else in spec.containers. */
+  /** Index in spec.initContainers for init containers, spec.ephemeralContainers for ephemeral ones, else spec.containers. */
   specIndex: number;
   restartCount: number;
   reason: string;
@@ -39,6 +40,8 @@ export interface PodActions {
   /** Attempt number of the sandbox to create. */
   attempt: number;
   containersToKill: ContainerToKill[];
+  /** Ephemeral containers never started yet; each starts once and is never restarted. */
+  ephemeralContainersToStart: ContainerToStart[];
   /** Init containers to start before anything else, in order (several only for sidecars). */
   initContainersToStart: ContainerToStart[];
   containersToStart: ContainerToStart[];
@@ -129,6 +132,7 @@ export function computePodActions(pod: V1Pod, state: PodRuntimeState, ctx: Compu
     sandboxId: sandbox?.id ?? '',
     attempt: 0,
     containersToKill: [],
+    ephemeralContainersToStart: [],
     initContainersToStart: [],
     containersToStart: [],
     containersInBackoff: [],
@@ -160,6 +164,13 @@ export function computePodActions(pod: V1Pod, state: PodRuntimeState, ctx: Compu
     return actions;
   }
 
+  // As kubelet, ephemeral containers start even before initialization is done, and only once: one the runtime ever
+  // had (running or exited) is not started again.
+  const ephemeral = ephemeralContainers(pod);
+  ephemeral.forEach((c, i) => {
+    if (!latestContainer(state, c.name)) actions.ephemeralContainersToStart.push({ name: c.name, specIndex: i, restartCount: 0, reason: 'ephemeral container has not been started' });
+  });
+
   // Until the pod is initialized, only init containers run.
   if (inits.length > 0) {
     const current = { ...state, containers: state.containers.filter((c) => c.sandboxId === sandbox.id) };
@@ -190,7 +201,7 @@ export function computePodActions(pod: V1Pod, state: PodRuntimeState, ctx: Compu
     }
   }
 
-  const specNames = new Set([...containers, ...inits].map((c) => c.name));
+  const specNames = new Set([...containers, ...inits, ...ephemeral].map((c) => c.name));
   let keepCount = 0;
   containers.forEach((c, i) => {
     const latest = latestContainer(state, c.name);
@@ -243,6 +254,7 @@ export function computePodActions(pod: V1Pod, state: PodRuntimeState, ctx: Compu
     // Nothing runs and nothing will: the pod is done, so its sandbox (and network) goes, sidecars included.
     actions.killPod = true;
     actions.containersToKill = [];
+    actions.ephemeralContainersToStart = [];
     actions.initContainersToStart = [];
     actions.containersInBackoff = [];
   }
@@ -255,6 +267,7 @@ export function isNoop(actions: PodActions): boolean {
     !actions.killPod &&
     !actions.createSandbox &&
     actions.containersToKill.length === 0 &&
+    actions.ephemeralContainersToStart.length === 0 &&
     actions.initContainersToStart.length === 0 &&
     actions.containersToStart.length === 0
   );

@@ -3,6 +3,7 @@ import type { V1Container, V1ContainerState, V1ContainerStatus, V1Pod, V1PodCond
 import { shouldContainerBeRestarted } from './compute-actions.js';
 import { isRestartableInitContainer } from './init-containers.js';
 import { podQOSClass } from './qos.js';
+import { ephemeralContainers } from '../core/pod-containers.js';
 import { latestContainer, previousContainer, type ContainerObservation, type PodRuntimeState } from '../core/runtime-state.js';
 import type { ProbeResultLookup } from '../core/probe-results.js';
 
@@ -56,7 +57,7 @@ function stateOf(c: ContainerObservation, runtimeName: string): V1ContainerState
   }
 }
 
-type ContainerKind = 'regular' | 'init' | 'sidecar';
+type ContainerKind = 'regular' | 'init' | 'sidecar' | 'ephemeral';
 
 /** kubelet's prober view of a running container (regular or sidecar): started once its startup probe succeeded (at once without one). */
 function probedStarted(input: StatusInput, spec: V1Container, kind: ContainerKind, id: string): boolean {
@@ -104,8 +105,10 @@ function containerStatus(input: StatusInput, spec: V1Container, kind: ContainerK
     name: spec.name,
     ...volumeMountStatuses(spec),
     state: stateOf(latest, runtimeName),
-    // A plain init container is ready once it succeeded; others while they run.
-    ready: kind === 'init' ? latest.state === 'exited' && latest.exitCode === 0 : latest.state === 'running' && probedReady(input, spec, kind, latest.id),
+    // A plain init container is ready once it succeeded; an ephemeral one never is (kubelet leaves it false); others
+    // while they run.
+    ready:
+      kind === 'init' ? latest.state === 'exited' && latest.exitCode === 0 : kind !== 'ephemeral' && latest.state === 'running' && probedReady(input, spec, kind, latest.id),
     started: latest.state === 'running' && probedStarted(input, spec, kind, latest.id),
     restartCount: latest.restartCount,
     image: spec.image ?? latest.image,
@@ -115,7 +118,7 @@ function containerStatus(input: StatusInput, spec: V1Container, kind: ContainerK
   const previous = previousContainer(state, spec.name);
   if (previous?.state === 'exited') status.lastState = terminatedState(previous, runtimeName);
   // A container that will be restarted and whose last start failed shows that failure as Waiting.
-  const restartPolicy = kind === 'sidecar' ? 'Always' : (pod.spec?.restartPolicy ?? 'Always');
+  const restartPolicy = kind === 'sidecar' ? 'Always' : kind === 'ephemeral' ? 'Never' : (pod.spec?.restartPolicy ?? 'Always');
   if (cached && shouldContainerBeRestarted(latest, restartPolicy)) {
     if (status.state?.terminated) status.lastState = status.state;
     status.state = { waiting: { reason: cached.reason, ...(cached.message ? { message: cached.message } : {}) } };
@@ -243,6 +246,8 @@ export function derivePodStatus(input: StatusInput): V1PodStatus {
     qosClass: podQOSClass(pod),
   };
   if (initStatuses.length > 0) status.initContainerStatuses = initStatuses;
+  const ephemeralStatuses = ephemeralContainers(pod).map((c) => containerStatus(input, c, 'ephemeral'));
+  if (ephemeralStatuses.length > 0) status.ephemeralContainerStatuses = ephemeralStatuses;
   if (podIPs.length > 0) {
     status.podIP = podIPs[0];
     status.podIPs = podIPs.map((ip) => ({ ip }));

@@ -27,7 +27,6 @@ function fieldsNeedingApiServer(pod: V1Pod): string[] {
 export function unsupportedPodFields(pod: V1Pod, opts: { apiServer: boolean } = { apiServer: false }): WaitingReason | undefined {
   const spec = pod.spec;
   const fields: string[] = [];
-  if (spec?.ephemeralContainers?.length) fields.push('spec.ephemeralContainers');
   fields.push(...unsupportedVolumeFields(pod));
   const lists = [['spec.initContainers', spec?.initContainers ?? []], ['spec.containers', spec?.containers ?? []]] as const;
   for (const [path, list] of lists) {

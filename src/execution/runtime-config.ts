@@ -75,6 +75,11 @@ function namespaceOptions(pod: V1Pod): NamespaceOption {
   };
 }
 
+function containerNamespaceOptions(pod: V1Pod, targetContainerId: string | undefined): NamespaceOption {
+  const options = namespaceOptions(pod);
+  return targetContainerId && options.pid === 'CONTAINER' ? { ...options, pid: 'TARGET', targetId: targetContainerId } : options;
+}
+
 /** kubelet's pod hostname: spec.hostname, else the pod name cut to 63 characters without a trailing '-' or '.'. */
 export function podHostname(pod: V1Pod): string {
   if (pod.spec?.hostname) return pod.spec.hostname;
@@ -121,6 +126,11 @@ export interface ContainerConfigInputs {
   node?: NodeRuntimeSettings;
   /** The container's volume mounts (see volume/pod-volumes.ts containerMounts). */
   mounts?: Mount[];
+  /**
+   * An ephemeral container's target (targetContainerName): the running container whose process namespace it joins,
+   * as kubelet does when the pod does not share one namespace already.
+   */
+  targetContainerId?: string;
 }
 
 /**
@@ -174,7 +184,7 @@ export function buildContainerConfig(
         pod,
         container,
         inputs.imageUser ?? { username: '' },
-        namespaceOptions(pod),
+        containerNamespaceOptions(pod, inputs.targetContainerId),
         inputs.node?.seccompProfileRoot,
       ),
     },

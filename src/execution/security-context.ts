@@ -4,6 +4,7 @@ import type { V1Container, V1Pod, V1SeccompProfile, V1SecurityContext } from '@k
 import type { KeyValueMap, LinuxContainerSecurityContext, LinuxSandboxSecurityContext, NamespaceOption, SecurityProfile } from '../cri/types.js';
 import { dottedSysctlName } from '../core/sysctl.js';
 import { SyncError } from '../core/sync-result.js';
+import { podContainers } from '../core/pod-containers.js';
 
 /** The user an image runs as, from CRI ImageStatus: a numeric uid, else a user name, else (neither) root. */
 export interface ImageUser {
@@ -151,7 +152,7 @@ export function containerSecurityContext(
 
 /** kubelet's HasPrivilegedContainer: any container, init container included, asks for privileged. */
 export function hasPrivilegedContainer(pod: V1Pod): boolean {
-  return [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])].some((c) => c.securityContext?.privileged === true);
+  return podContainers(pod).some((c) => c.securityContext?.privileged === true);
 }
 
 /**

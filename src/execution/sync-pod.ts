@@ -20,6 +20,7 @@ import type { PodFilesystem } from '../host/filesystem.js';
 import { podCgroupParent, podCgroupResources } from './resources.js';
 import { runLifecycleHook } from './lifecycle-hooks.js';
 import { latestContainer, type ContainerObservation, type PodRuntimeState } from '../core/runtime-state.js';
+import { ephemeralContainers, podContainers } from '../core/pod-containers.js';
 import {
   buildContainerConfig,
   buildSandboxConfig,
@@ -127,7 +128,7 @@ const minimumGracePeriodSeconds = 2;
 
 /** The container's spec, or for one known only from the runtime, what its annotations kept of it. */
 function containerSpecOf(pod: V1Pod, c: ContainerObservation): V1Container {
-  const spec = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])].find((s) => s.name === c.name);
+  const spec = podContainers(pod).find((s) => s.name === c.name);
   return spec ?? { name: c.name, ports: c.ports ?? [] };
 }
 
@@ -198,7 +199,11 @@ async function startContainer(
 ): Promise<StepResult> {
   const clog = log.child({ container: spec.name });
   const ref = { pod, containerName: spec.name };
-  const containerType: ContainerTypeLabel = field.startsWith('spec.initContainers') ? 'init_container' : 'container';
+  const containerType: ContainerTypeLabel = field.startsWith('spec.initContainers')
+    ? 'init_container'
+    : field.startsWith('spec.ephemeralContainers')
+      ? 'ephemeral_container'
+      : 'container';
   /** kubelet's Failed event of a start step: "Error: " and what the step failed with. */
   const failed = (result: StepResult, detail: string): StepResult => {
     deps.events.event(ref, 'Warning', 'Failed', `Error: ${detail}`);
@@ -232,7 +237,12 @@ async function startContainer(
       // The process writes its termination message here; it is read back once the container exits.
       mounts.push({ containerPath: spec.terminationMessagePath, hostPath: await deps.volumes.terminationMessageFile(pod.metadata!.uid!, spec.name) });
     }
-    const config = buildContainerConfig(pod, spec, start.restartCount, env, { imageUser: image.user, node: deps.node, mounts });
+    const config = buildContainerConfig(pod, spec, start.restartCount, env, {
+      imageUser: image.user,
+      node: deps.node,
+      mounts,
+      targetContainerId: ephemeralTargetId(pod, spec, state),
+    });
     await deps.files.makeDirs(join(sandboxConfig.logDirectory, spec.name), 0o755);
     deps.metrics?.containerStarted(containerType);
     containerId = await deps.runtime.createContainer(sandboxId, config, sandboxConfig, { signal }).catch((err: unknown) => {
@@ -287,6 +297,18 @@ async function startContainer(
   return { action: 'StartContainer', target: spec.name, containerId };
 }
 
+/**
+ * The container an ephemeral container targets (targetContainerName), as kubelet's getTargetID: its latest instance;
+ * a target the pod has never run is the start's CreateContainerConfigError.
+ */
+function ephemeralTargetId(pod: V1Pod, spec: V1Container, state: PodRuntimeState): string | undefined {
+  const target = pod.spec?.ephemeralContainers?.find((e) => e.name === spec.name)?.targetContainerName;
+  if (!target) return undefined;
+  const instance = latestContainer(state, target);
+  if (!instance) throw new SyncError('CreateContainerConfigError', `unable to find target container ${target}`);
+  return instance.id;
+}
+
 /** kubelet's FailedMount events: one per volume that could not be set up. */
 export function recordMountFailures(deps: Pick<SyncDeps, 'events'>, pod: V1Pod, err: unknown): void {
   for (const r of volumeFailureResults(err)) deps.events.event({ pod }, 'Warning', 'FailedMount', r.error!.message);
@@ -302,8 +324,9 @@ const postStartTimeoutSeconds = 600;
  *  3. set up the pod's volumes when anything is to start; a failure ends the sync (a MountVolume result per
  *     failed volume; the containers keep waiting), as kubelet starts nothing before WaitForAttachAndMount succeeds;
  *  4. create the sandbox when asked; a failure ends the sync;
- *  5. start the init containers to start, in order; an init container (not a sidecar) that fails ends the sync;
- *  6. start the containers in spec order (image, create, start). As kubelet does, a container
+ *  5. start the ephemeral containers to start (a failure is recorded, the others still start);
+ *  6. start the init containers to start, in order; an init container (not a sidecar) that fails ends the sync;
+ *  7. start the containers in spec order (image, create, start). As kubelet does, a container
  *     that fails is recorded and the next one is still tried; the next sync retries it.
  */
 export async function executePodActions(
@@ -328,7 +351,7 @@ export async function executePodActions(
     if (target) results.push(await killContainer(deps, pod, state, target, k.gracePeriodSeconds ?? grace, k.reason, log, signal));
   }
 
-  const starting = [...actions.initContainersToStart, ...actions.containersToStart];
+  const starting = [...actions.ephemeralContainersToStart, ...actions.initContainersToStart, ...actions.containersToStart];
   if (actions.createSandbox || starting.length > 0) {
     try {
       await deps.volumes.setUp(pod, log, signal);
@@ -367,6 +390,12 @@ export async function executePodActions(
   }
 
   const sandboxConfig = buildSandboxConfig(pod, attempt, deps.node);
+  // As kubelet: ephemeral containers before init containers, so a debug container starts even while initialization
+  // fails; one that fails does not hold the others back.
+  const ephemeral = ephemeralContainers(pod);
+  for (const start of actions.ephemeralContainersToStart) {
+    results.push(await startContainer(deps, pod, ephemeral[start.specIndex]!, `spec.ephemeralContainers[${start.specIndex}]`, start, state, sandboxId, sandboxConfig, log, signal));
+  }
   const inits = pod.spec?.initContainers ?? [];
   for (const start of actions.initContainersToStart) {
     const spec = inits[start.specIndex]!;

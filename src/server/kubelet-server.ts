@@ -19,6 +19,7 @@ import { parseCommand, parsePodLogOptions, parsePorts, parseStreamOptions, Reque
 import { isLoopbackStreamingUrl, proxyUpgrade } from './stream-proxy.js';
 import type { KubeletMetrics } from './metrics.js';
 import { resourceMetrics, type CpuStats, type MemoryStats, type Summary } from './summary.js';
+import { podContainers } from '../core/pod-containers.js';
 
 export interface KubeletServerTls {
   /** The serving certificate (PEM chain) and key; empty while a requested one is not issued yet (handshakes then fail, as kubelet's). */
@@ -84,7 +85,7 @@ function apiJson(value: unknown): string {
 }
 
 function specContainer(pod: V1Pod, name: string): V1Container | undefined {
-  return [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])].find((c) => c.name === name);
+  return podContainers(pod).find((c) => c.name === name);
 }
 
 export class KubeletServer {
@@ -404,7 +405,7 @@ export class KubeletServer {
     const instance = opts.previous ? instances[1] : instances[0];
     if (!instance) {
       if (opts.previous) throw new RequestError(400, `previous terminated container "${containerName}" in pod "${podName}" not found`);
-      const waiting = [...(pod.status?.containerStatuses ?? []), ...(pod.status?.initContainerStatuses ?? [])].find((s) => s.name === containerName)?.state?.waiting;
+      const waiting = [...(pod.status?.containerStatuses ?? []), ...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.ephemeralContainerStatuses ?? [])].find((s) => s.name === containerName)?.state?.waiting;
       throw new RequestError(400, `container "${containerName}" in pod "${podName}" is waiting to start: ${waiting?.reason ?? 'ContainerCreating'}`);
     }
     const status = await this.opts.runtime.containerStatus(instance.id);

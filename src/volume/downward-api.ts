@@ -4,6 +4,7 @@ import type { V1Container, V1DownwardAPIVolumeSource, V1Pod, V1ResourceFieldSele
 import type { NodeAllocatable } from '../host/allocatable.js';
 import { parseQuantity, type Quantity } from '../core/quantity.js';
 import type { FileProjection } from './atomic-writer.js';
+import { podContainers } from '../core/pod-containers.js';
 
 /** The API's default mode of downwardAPI files. */
 export const downwardApiDefaultMode = 0o644;
@@ -74,7 +75,7 @@ export function podFieldValue(pod: V1Pod, fieldPath: string): string {
 }
 
 function findContainer(pod: V1Pod, name: string): V1Container {
-  const c = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])].find((x) => x.name === name);
+  const c = podContainers(pod).find((x) => x.name === name);
   if (!c) throw new Error(`container ${name} not found`);
   return c;
 }

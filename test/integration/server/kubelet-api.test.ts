@@ -208,6 +208,17 @@ spec:
     await kubectl('cp', 'logs:/tmp/in.txt', back, '-c', 'b');
     expect(await readFile(back, 'utf8')).toBe('copied into the pod\n');
   });
+
+  test('kubectl debug: an ephemeral container joins its target\'s processes, exec and logs reach it, the pod runs on untouched', async () => {
+    await kubectl('debug', 'restarter', '--image', busybox, '--image-pull-policy', 'IfNotPresent', '--target', 'main', '-c', 'debugger', '--', 'sh', '-c', 'echo polo; exec sleep 7200');
+    const pod = await cluster.kubectl.waitForPod('restarter', 'its ephemeral container running', (p) => !!p.status?.ephemeralContainerStatuses?.find((c) => c.name === 'debugger')?.state?.running, { seen: cluster.uids });
+    expect(pod.status?.ephemeralContainerStatuses?.[0]).toMatchObject({ name: 'debugger', ready: false, restartCount: 0 });
+    expect(pod.status?.phase).toBe('Running');
+    expect(pod.status?.containerStatuses?.[0]).toMatchObject({ ready: true, restartCount: 1 });
+    expect(await kubectl('logs', 'restarter', '-c', 'debugger')).toBe('polo');
+    // The target's process namespace: its sleep is visible from the debugger (not from a container of its own).
+    expect(await kubectl('exec', 'restarter', '-c', 'debugger', '--', 'ps', '-o', 'args')).toContain('sleep 3600');
+  });
 });
 
 interface Answer {
@@ -300,7 +311,7 @@ describe('metrics and stats through kube-apiserver (kubectl get --raw)', () => {
     const samples = parseExposition(await raw('/metrics'));
     expect(one(samples, 'kubelet_node_name', { node: cluster.nodeName })[0]?.value).toBe(1);
     expect(one(samples, 'kubelet_running_pods')[0]?.value).toBe(running.length);
-    const runningContainers = running.reduce((n, p) => n + (p.status?.containerStatuses ?? []).filter((c) => c.state?.running).length, 0);
+    const runningContainers = running.reduce((n, p) => n + [...(p.status?.containerStatuses ?? []), ...(p.status?.ephemeralContainerStatuses ?? [])].filter((c) => c.state?.running).length, 0);
     expect(one(samples, 'kubelet_running_containers', { container_state: 'running' })[0]?.value).toBe(runningContainers);
     expect(one(samples, 'kubelet_running_containers', { container_state: 'exited' })[0]?.value).toBeGreaterThanOrEqual(1);
     expect(one(samples, 'kubelet_runtime_operations_total', { operation_type: 'list_podsandbox' })[0]?.value).toBeGreaterThan(0);

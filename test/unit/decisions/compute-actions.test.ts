@@ -71,6 +71,7 @@ const noop: PodActions = {
   sandboxId: 'sb-1',
   attempt: 0,
   containersToKill: [],
+  ephemeralContainersToStart: [],
   initContainersToStart: [],
   containersToStart: [],
   containersInBackoff: [],
@@ -495,6 +496,42 @@ const cases: Case[] = [
       containersInBackoff: [{ name: 'app', retryAt: now + 7_000, durationMs: 10_000 }],
     },
   },
+  {
+    name: 'an ephemeral container added to a running pod starts, nothing else changes',
+    mutate: (p) => {
+      p.spec!.ephemeralContainers = [{ name: 'debugger', image: 'localhost/nodelet/busybox:1.35', targetContainerName: 'app' }];
+    },
+    expected: { ephemeralContainersToStart: [{ name: 'debugger', specIndex: 0, restartCount: 0, reason: 'ephemeral container has not been started' }] },
+  },
+  {
+    name: 'an ephemeral container that ran (or runs) is never started again, and is not killed as foreign',
+    mutate: (p, s) => {
+      p.spec!.ephemeralContainers = [
+        { name: 'done', image: 'localhost/nodelet/busybox:1.35' },
+        { name: 'live', image: 'localhost/nodelet/busybox:1.35' },
+      ];
+      s.containers.push(exited(p, 'done', 1), running(p, 'live'));
+    },
+    expected: {},
+  },
+  {
+    name: 'an ephemeral container starts while init containers still run',
+    mutate: (p, s) => {
+      withInits(p);
+      p.spec!.ephemeralContainers = [{ name: 'debugger', image: 'localhost/nodelet/busybox:1.35' }];
+      s.containers = [running(p, 'init-a')];
+    },
+    expected: { ephemeralContainersToStart: [{ name: 'debugger', specIndex: 0, restartCount: 0, reason: 'ephemeral container has not been started' }] },
+  },
+  {
+    name: 'a running ephemeral container does not keep a finished pod alive',
+    mutate: (p, s) => {
+      p.spec!.restartPolicy = 'Never';
+      p.spec!.ephemeralContainers = [{ name: 'debugger', image: 'localhost/nodelet/busybox:1.35' }];
+      s.containers = [exited(p, 'app', 0), exited(p, 'sidecar', 0), running(p, 'debugger')];
+    },
+    expected: { killPod: true },
+  },
 ];
 
 describe('computePodActions', () => {
@@ -517,5 +554,6 @@ describe('computePodActions', () => {
     expect(isNoop({ ...noop, initContainersToStart: [{ name: 'i', specIndex: 0, restartCount: 0, reason: '' }] })).toBe(false);
     expect(isNoop({ ...noop, containersInBackoff: [{ name: 'a', retryAt: 1, durationMs: 1 }] })).toBe(true);
     expect(isNoop({ ...noop, killPod: true })).toBe(false);
+    expect(isNoop({ ...noop, ephemeralContainersToStart: [{ name: 'e', specIndex: 0, restartCount: 0, reason: '' }] })).toBe(false);
   });
 });

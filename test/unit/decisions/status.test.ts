@@ -58,6 +58,24 @@ describe('derivePodStatus', () => {
     expect(derivePodStatus(input(pod(), [c('app', 'running')])).containerStatuses![0]).not.toHaveProperty('volumeMounts');
   });
 
+  test('ephemeral containers: their own statuses, never ready, never restarted, and no say in readiness or phase', () => {
+    const p = pod();
+    p.spec!.ephemeralContainers = [
+      { name: 'debugger', image: 'busybox:1', targetContainerName: 'app' },
+      { name: 'gone', image: 'busybox:1' },
+      { name: 'queued', image: 'busybox:1' },
+    ];
+    const s = derivePodStatus(input(p, [c('app', 'running'), c('side', 'running'), c('debugger', 'running'), c('gone', 'exited', { exitCode: 1, finishedAt: t0 + 2000 })]));
+    expect(s.phase).toBe('Running');
+    expect(cond(s, 'Ready').status).toBe('True');
+    const [debug, gone, queued] = s.ephemeralContainerStatuses!;
+    expect(debug).toMatchObject({ name: 'debugger', ready: false, started: true, containerID: 'containerd://debugger-id' });
+    expect(debug!.state!.running).toBeDefined();
+    expect(gone!.state!.terminated).toMatchObject({ exitCode: 1, reason: 'Error' });
+    expect(queued!.state).toEqual({ waiting: { reason: 'ContainerCreating' } });
+    expect(derivePodStatus(input(pod(), [c('app', 'running')]))).not.toHaveProperty('ephemeralContainerStatuses');
+  });
+
   test('nothing created yet: Pending with ContainerCreating, not ready with the unready names', () => {
     const s = derivePodStatus(input(pod(), []));
     expect(s.phase).toBe('Pending');

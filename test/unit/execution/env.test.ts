@@ -99,3 +99,17 @@ test('command and args past the limit are the container config error too', () =>
   expect((err as SyncError).code).toBe('CreateContainerConfigError');
   expect((err as Error).message).toMatch(/^pod prod\/web-node1, container app: args\[1\]: expands to more than 131072 characters/);
 });
+
+describe('buildContainerConfig: an ephemeral container\'s target', () => {
+  const c: V1Container = { name: 'debugger', image: 'busybox:1' };
+  const podWith = (extra: Partial<V1Pod['spec']> = {}): V1Pod => ({ metadata: { name: 'p', namespace: 'd', uid: 'u' }, spec: { containers: [{ name: 'app' }], ...extra } });
+  test('joins the target container\'s process namespace (TARGET with its ID)', () => {
+    const ns = buildContainerConfig(podWith(), c, 0, new Map(), { targetContainerId: 'abc' }).linux!.securityContext!.namespaceOptions!;
+    expect(ns).toMatchObject({ pid: 'TARGET', targetId: 'abc', network: 'POD', ipc: 'POD' });
+  });
+  test('a pod that shares one process namespace (or the host\'s) keeps it, as kubelet does', () => {
+    expect(buildContainerConfig(podWith({ shareProcessNamespace: true }), c, 0, new Map(), { targetContainerId: 'abc' }).linux!.securityContext!.namespaceOptions).toEqual({ network: 'POD', pid: 'POD', ipc: 'POD' });
+    expect(buildContainerConfig(podWith({ hostPID: true }), c, 0, new Map(), { targetContainerId: 'abc' }).linux!.securityContext!.namespaceOptions!.pid).toBe('NODE');
+    expect(buildContainerConfig(podWith(), c, 0, new Map()).linux!.securityContext!.namespaceOptions!.pid).toBe('CONTAINER');
+  });
+});

@@ -134,7 +134,7 @@ describe('admitPod', () => {
     },
     { name: 'forbidden sysctl', pod: pod('sysctl', [{}], { securityContext: { sysctls: [{ name: 'kernel.msgmax', value: '1' }] } }), reason: 'SysctlForbidden' },
     { name: 'OS field', pod: pod('win', [{}], { os: { name: 'windows' } }), reason: 'PodOSNotSupported' },
-    { name: 'unsupported field', pod: pod('eph', [{}], { ephemeralContainers: [{ name: 'e', image: 'busybox' }] }), reason: 'UnsupportedPodSpec' },
+    { name: 'unsupported field', pod: pod('nfs', [{}], { volumes: [{ name: 'share', nfs: { server: '192.0.2.1', path: '/' } }] }), reason: 'UnsupportedPodSpec' },
     {
       name: 'over nodelet limits',
       pod: pod('crowd', Array.from({ length: 300 }, (_, i) => ({ name: `c${i}` }))),
