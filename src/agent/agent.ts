@@ -143,7 +143,15 @@ export class Agent {
     // The network comes from --cni-conf-dir, read now and watched while the agent runs: until a file is there, only
     // host-network pods start and the node's network is not ready.
     const podNetwork = await PodNetwork.create({ executor, main: undefined, log });
-    const networkConfig = new PodNetworkConfig({ network: podNetwork, dir: config.cniConfDir, podCidr: config.podCIDR, applyPodCidr: config.podCidrInConfDir, log });
+    const networkConfig = new PodNetworkConfig({
+      network: podNetwork,
+      dir: config.cniConfDir,
+      podCidr: config.podCIDR,
+      applyPodCidr: config.podCidrInConfDir,
+      // In cluster mode nodelet's own network takes the Node's podCIDR and waits for it, as containerd's conf_template.
+      podCidrFromNode: !!config.kubeconfig,
+      log,
+    });
     try {
       await networkConfig.load(signal);
     } catch (err) {

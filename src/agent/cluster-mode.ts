@@ -122,6 +122,7 @@ export class ClusterMode {
       onChange: (nodes) => {
         const wasRegistered = !!this.registeredNode;
         this.registeredNode = nodes.find((n) => n.metadata?.name === nodeName);
+        if (this.registeredNode) this.heartbeats.node.nodeObserved(this.registeredNode);
         // Mirror pods wait for the node's UID (their owner reference).
         if (!wasRegistered && this.registeredNode) this.podConfig?.resyncMirrors();
       },

@@ -59,6 +59,11 @@ export interface PodNetworkConfigOptions {
   podCidr?: string;
   /** Whether the pod CIDR goes into the directory's host-local networks (AgentConfig.podCidrInConfDir); default true. */
   applyPodCidr?: boolean;
+  /**
+   * The pod CIDR comes from Node.spec.podCIDR (cluster mode, nodelet's own network, no --pod-cidr): no network until it
+   * arrives, as containerd writes its conf_template's configuration only once kubelet passes it the pod CIDR.
+   */
+  podCidrFromNode?: boolean;
   log: Logger;
   pollIntervalMs?: number;
 }
@@ -69,6 +74,7 @@ export class PodNetworkConfig {
   readonly #log: Logger;
   readonly #pollIntervalMs: number;
   readonly #applyPodCidr: boolean;
+  readonly #podCidrFromNode: boolean;
   #podCidr: string | undefined;
   #selection: NetworkSelection | undefined;
   /** The directory's files as last read: an event that changes nothing changes nothing. */
@@ -83,9 +89,16 @@ export class PodNetworkConfig {
     this.#log = opts.log;
     this.#pollIntervalMs = opts.pollIntervalMs ?? DEFAULT_CONF_DIR_POLL_MS;
     this.#applyPodCidr = opts.applyPodCidr ?? true;
+    this.#podCidrFromNode = (opts.podCidrFromNode ?? false) && this.#applyPodCidr && !this.#podCidr;
+  }
+
+  /** Whether the network waits for Node.spec.podCIDR (its subnet comes from it, and it has not arrived yet). */
+  get awaitingPodCIDR(): boolean {
+    return this.#podCidrFromNode && !this.#podCidr;
   }
 
   #effective(selection: NetworkSelection, podCidr: string | undefined): NetConfList | undefined {
+    if (this.#podCidrFromNode && !podCidr) return undefined;
     return effectiveNetwork(selection, this.#applyPodCidr ? podCidr : undefined);
   }
 
@@ -208,6 +221,8 @@ export class PodNetworkConfig {
         this.#log.info({ network: main.name, source: main.source, subnets: hostLocalSubnets(main) }, 'Pod network configuration loaded: new pods join it');
       }
       if (!before) this.#onReady?.();
+    } else if (this.awaitingPodCIDR) {
+      this.#log.info({ dir: this.dir }, 'Waiting for the node pod CIDR (Node.spec.podCIDR): pods other than host-network ones wait for the pod network');
     } else {
       this.#log.warn({ dir: this.dir, problem: this.#selection?.problem }, 'No pod network configuration: pods other than host-network ones wait for one');
     }

@@ -114,6 +114,15 @@ export class NodeController {
     return this.latestNode;
   }
 
+  /**
+   * The Node as a watch saw it: a new Node.spec.podCIDR is applied by a status update now rather than at the next period
+   * (kubelet's fastStatusUpdateOnce reads its node lister every 100 ms until the node is ready).
+   */
+  nodeObserved(node: V1Node): void {
+    const cidr = node.spec?.podCIDR;
+    if (cidr && cidr !== this.appliedPodCIDR && cidr !== this.refusedPodCIDR && this.opts.applyPodCIDR) this.wake.abort();
+  }
+
   /** Resolves with the Node once it exists in the API server. */
   whenRegistered(): Promise<V1Node> {
     return this.registeredNode.promise;
@@ -298,6 +307,8 @@ export class NodeController {
     }
     this.adopt(node);
     const podCIDRChanged = await this.updatePodCIDR(node.spec?.podCIDR, signal);
+    // As kubelet's fast status update after updatePodCIDR: the runtime's network may be ready now, and this update says so.
+    if (podCIDRChanged) await this.checkRuntime(signal);
     await this.refreshImages(signal);
 
     const now = new Date(this.clock.now());

@@ -112,3 +112,52 @@ describe('PodNetworkConfig', () => {
     }
   });
 });
+
+describe('PodNetworkConfig, pod CIDR from the Node', () => {
+  // nodelet's own network in cluster mode: a bridge on a host-local range the Node's podCIDR replaces.
+  const own = JSON.stringify({
+    cniVersion: '1.0.0',
+    name: 'nodelet',
+    plugins: [{ type: 'bridge', bridge: 'nltest-none0', isGateway: true, ipam: { type: 'host-local', ranges: [[{ subnet: '10.99.0.0/24' }]] } }],
+  });
+  const setup = async (opts: { podCidr?: string; podCidrFromNode: boolean }) => {
+    const network = await PodNetwork.create({ executor: new CniExecutor({ cacheDir: join(dir, 'cache') }), main: undefined, log });
+    await writeFile(join(dir, '10-nodelet.conflist'), own);
+    const config = new PodNetworkConfig({ network, dir, log, ...opts, ...(opts.podCidr ? { podCidr: opts.podCidr } : {}) });
+    await config.load(AbortSignal.timeout(10_000));
+    return { network, config };
+  };
+
+  test('no network (NetworkPluginNotReady) until Node.spec.podCIDR; then the bridge allocates from exactly that range', async () => {
+    const { network, config } = await setup({ podCidrFromNode: true });
+    expect(config.awaitingPodCIDR).toBe(true);
+    expect(network.main).toBeUndefined();
+    expect(network.notReadyCondition()).toMatchObject({ type: 'NetworkReady', status: false, reason: 'NetworkPluginNotReady' });
+    // The node controller takes '' as "no pod CIDR applied yet": the first podCIDR it reads is applied.
+    expect(config.podCIDR).toBe('');
+    let ready = 0;
+    const stop = new AbortController();
+    const watching = config.watch(stop.signal, () => ready++);
+    try {
+      await config.applyPodCIDR('10.251.7.0/24', AbortSignal.timeout(10_000));
+      expect(config.awaitingPodCIDR).toBe(false);
+      expect(network.notReadyCondition()).toBeUndefined();
+      expect(network.main!.plugins[0]!.ipam).toEqual({ type: 'host-local', ranges: [[{ subnet: '10.251.7.0/24', gateway: '10.251.7.1' }]] });
+      expect(config.podCIDR).toBe('10.251.7.0/24');
+      // Pods waiting for the network are woken.
+      expect(ready).toBe(1);
+    } finally {
+      stop.abort();
+      await watching;
+    }
+  });
+
+  test('standalone, or with --pod-cidr, the network is there from the start', async () => {
+    const standalone = await setup({ podCidrFromNode: false });
+    expect(standalone.config.awaitingPodCIDR).toBe(false);
+    expect(standalone.network.main!.plugins[0]!.ipam).toEqual({ type: 'host-local', ranges: [[{ subnet: '10.99.0.0/24' }]] });
+    const explicit = await setup({ podCidrFromNode: true, podCidr: '10.251.8.0/24' });
+    expect(explicit.config.awaitingPodCIDR).toBe(false);
+    expect(explicit.network.main!.plugins[0]!.ipam).toEqual({ type: 'host-local', ranges: [[{ subnet: '10.251.8.0/24', gateway: '10.251.8.1' }]] });
+  });
+});

@@ -300,6 +300,35 @@ test('Node.spec.podCIDR set by a controller manager reconfigures the pod network
   await s.finish();
 });
 
+test("a network that waits for the podCIDR: NotReady with kubelet's message until then; the watched podCIDR is applied and reported Ready at once", async () => {
+  // As containerd with a conf_template: its network is not ready until the pod CIDR has been applied.
+  const s = setup({}, async () => {
+    s.runtime.current = runtimeReady;
+  });
+  s.runtime.current = networkNotReady;
+  await s.controller.whenRegistered();
+  await s.clock.advance(1_000);
+  expect(isNodeReady(s.api.node)).toBe(false);
+  expect(nodeConditions(s.api.node).find((c) => c.type === 'Ready')!.message).toBe(
+    'container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:cni plugin not initialized',
+  );
+  s.api.calls = [];
+  // The node IPAM controller sets the podCIDR; the Node watch sees it well before the next 10 s status period.
+  s.api.node!.spec = { podCIDR: '10.244.7.0/24' };
+  s.controller.nodeObserved(s.api.node!);
+  await s.clock.advance(0);
+  expect(s.controller.podCIDR).toBe('10.244.7.0/24');
+  expect(isNodeReady(s.api.node)).toBe(true);
+  expect(s.api.calls.map((c) => c.at)).toEqual(s.api.calls.map(() => s.api.calls[0]!.at));
+  expect(writes(s.api.calls)).toEqual(['PATCH /api/v1/nodes/n1/status']);
+  // Seen again (any later watch event), an applied podCIDR wakes nothing.
+  s.api.calls = [];
+  s.controller.nodeObserved(s.api.node!);
+  await s.clock.advance(0);
+  expect(s.api.calls).toEqual([]);
+  await s.finish();
+});
+
 test('a refused pod CIDR is retried each period without forcing patches', async () => {
   let attempts = 0;
   const s = setup({}, async () => {
