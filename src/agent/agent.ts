@@ -127,7 +127,7 @@ export class Agent {
       throw err;
     }
     await mkdir(config.rootDir, { recursive: true });
-    const nodeIP = await detectNodeIP(config.nodeIP);
+    const nodeIP = await detectNodeIP(config.nodeIP, node);
 
     // Started now, while the agent is small: the helper's own start is the one fork of the agent's size it costs.
     const programs = config.spawnHelper ? await SpawnHelperRunner.start(config.spawnHelper, log) : new DirectProgramRunner();

@@ -104,6 +104,7 @@ export class ClusterMode {
       rootDir: deps.config.rootDir,
       nodeName,
       nodeIP: deps.nodeIP,
+      nodeIPFlag: deps.config.nodeIP,
       kubelet: deps.config.kubelet,
       recordNodeEvent: (reason, message) => this.events.nodeEvent('Normal', reason, message),
       log,

@@ -1,7 +1,7 @@
 // The pod network's configuration: the pod CIDR applied to host-local networks only, the directory watched (a network
 // written later is used within moments, its removal makes the network not ready), and the runtime's NetworkReady as
 // the node status reads it.
-import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -90,6 +90,8 @@ describe('PodNetworkConfig', () => {
       // A network without host-local: no pod subnet to check against the host's routes.
       const plain = (name: string) => JSON.stringify({ cniVersion: '1.0.0', name, plugins: [{ type: 'ptp', ipam: { type: 'static' } }] });
       await until(() => ready === 0);
+      // The watch makes the directory as it starts; the test may get there first.
+      await mkdir(confDir, { recursive: true });
       // Written aside and renamed in, as kindnet's writer does: the inotify event, not the 60 s poll, picks it up.
       await writeFile(join(confDir, '.tmp'), plain('second'));
       await rename(join(confDir, '.tmp'), join(confDir, '20-second.conflist'));
