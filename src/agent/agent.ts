@@ -150,6 +150,7 @@ export class Agent {
       applyPodCidr: config.podCidrInConfDir,
       // In cluster mode nodelet's own network takes the Node's podCIDR and waits for it, as containerd's conf_template.
       podCidrFromNode: !!config.kubeconfig,
+      podCidrStateFile: join(config.rootDir, 'pod-cidr'),
       log,
     });
     try {

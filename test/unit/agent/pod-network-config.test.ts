@@ -1,7 +1,7 @@
 // The pod network's configuration: the pod CIDR applied to host-local networks only, the directory watched (a network
 // written later is used within moments, its removal makes the network not ready), and the runtime's NetworkReady as
 // the node status reads it.
-import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -122,7 +122,7 @@ describe('PodNetworkConfig, pod CIDR from the Node', () => {
     name: 'nodelet',
     plugins: [{ type: 'bridge', bridge: 'nltest-none0', isGateway: true, ipam: { type: 'host-local', ranges: [[{ subnet: '10.99.0.0/24' }]] } }],
   });
-  const setup = async (opts: { podCidr?: string; podCidrFromNode: boolean }) => {
+  const setup = async (opts: { podCidr?: string; podCidrFromNode: boolean; podCidrStateFile?: string }) => {
     const network = await PodNetwork.create({ executor: new CniExecutor({ cacheDir: join(dir, 'cache') }), main: undefined, log });
     await writeFile(join(dir, '10-nodelet.conflist'), own);
     const config = new PodNetworkConfig({ network, dir, log, ...opts, ...(opts.podCidr ? { podCidr: opts.podCidr } : {}) });
@@ -152,6 +152,22 @@ describe('PodNetworkConfig, pod CIDR from the Node', () => {
       stop.abort();
       await watching;
     }
+  });
+
+  test('the applied pod CIDR is kept in the state file: a restart has the network at once; an unusable saved one is ignored', async () => {
+    const podCidrStateFile = join(dir, 'state', 'pod-cidr');
+    await mkdir(join(dir, 'state'));
+    const first = await setup({ podCidrFromNode: true, podCidrStateFile });
+    await first.config.applyPodCIDR('10.251.9.0/24', AbortSignal.timeout(10_000));
+    expect(await readFile(podCidrStateFile, 'utf8')).toBe('10.251.9.0/24\n');
+    const restarted = await setup({ podCidrFromNode: true, podCidrStateFile });
+    expect(restarted.config.awaitingPodCIDR).toBe(false);
+    expect(restarted.config.podCIDR).toBe('10.251.9.0/24');
+    expect(restarted.network.main!.plugins[0]!.ipam).toEqual({ type: 'host-local', ranges: [[{ subnet: '10.251.9.0/24', gateway: '10.251.9.1' }]] });
+    await writeFile(podCidrStateFile, 'not a cidr\n');
+    const broken = await setup({ podCidrFromNode: true, podCidrStateFile });
+    expect(broken.config.awaitingPodCIDR).toBe(true);
+    expect(broken.network.main).toBeUndefined();
   });
 
   test('standalone, or with --pod-cidr, the network is there from the start', async () => {
