@@ -45,7 +45,7 @@ export class Bench {
   readonly floor = new Floor();
   base = '';
   agent?: BenchAgent;
-  /** The real kubelet, when --peers has it and the startup or probes phase runs. */
+  /** The real kubelet standalone, when --peers has it and the startup or probes phase runs (the cluster phase runs its own). */
   kubelet?: BenchKubelet;
   private kubeletCri?: CriClient;
   /** Warnings worth printing with the results (other agents appearing, foreign pods, agent warnings). */
@@ -62,7 +62,7 @@ export class Bench {
   }
 
   usesKubelet(): boolean {
-    return this.opts.peers.has('kubelet') && (this.opts.phases.has('startup') || this.opts.phases.has('probes'));
+    return this.opts.peers.has('kubelet') && (this.opts.phases.has('startup') || this.opts.phases.has('probes') || this.opts.phases.has('cluster'));
   }
 
   usesFloor(): boolean {
