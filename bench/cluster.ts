@@ -21,6 +21,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { V1Node, V1Pod, V1PodList } from '@kubernetes/client-node';
 import { isGone, isNotFound, KubeClient, strategicMergePatch, type WatchEvent } from '../src/kubeapi/client.js';
 import { loadKubeconfig } from '../src/kubeapi/kubeconfig.js';
+import { detectNodeIP } from '../src/host/node.js';
 import { down, ensureBinaries, nodeCredentials, up, type ControlPlane } from '../test/cluster/control-plane.js';
 import type { LogLine } from './agent.js';
 import { BenchKubelet, freePort, kubeletNode } from './kubelet.js';
@@ -383,7 +384,7 @@ class ClusterPhase {
       bench.kubelet = undefined;
     }
     const kubeconfig = await nodeCredentials(this.plane!.dir, kubeletNode);
-    this.kubelet = new BenchKubelet(this.dir, { kubeconfig, maxPods: bench.opts.pods, ...(bench.opts.kubeletLog ? { logFile: bench.opts.kubeletLog } : {}) });
+    this.kubelet = new BenchKubelet(this.dir, { kubeconfig, nodeIP: await detectNodeIP(), maxPods: bench.opts.pods, ...(bench.opts.kubeletLog ? { logFile: bench.opts.kubeletLog } : {}) });
     progress('cluster: starting kubelet v1.32.13 with --kubeconfig (its own containerd)...');
     await this.kubelet.start(bench.signal);
     await this.waitNodeReady(kubeletNode, () => this.kubelet!.running, () => this.kubelet!.recentOutput());

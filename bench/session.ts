@@ -295,8 +295,11 @@ export class Bench {
         if (problems.length > 0) throw new Error(problems.join('; '));
       });
     }
-    progress('cleanup: removing bench pods left in the containerds...');
-    for (const [name, cri] of this.containerds()) await step(`${name} containerd`, () => this.removeBenchPods(cri));
+    // Only while holding the tests lock: without it, the bench pods in the containerds are another run's.
+    if (this.lockHeld) {
+      progress('cleanup: removing bench pods left in the containerds...');
+      for (const [name, cri] of this.containerds()) await step(`${name} containerd`, () => this.removeBenchPods(cri));
+    }
     if (this.base) await step('temp dir', () => rm(this.base, { recursive: true, force: true }));
     await step('releasing the tests lock', () => this.releaseTestsLock());
     this.main.close();
