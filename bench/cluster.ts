@@ -526,10 +526,7 @@ class ClusterPhase {
     const kubelet = this.kubelet;
     if (kubelet) {
       progress('cluster: stopping kubelet, removing its pods, putting the host back...');
-      await step('kubelet', async () => {
-        const problems = await kubelet.cleanup();
-        if (problems.length > 0) throw new Error(problems.join('; '));
-      });
+      await step('kubelet', () => kubelet.cleanupOrThrow());
     }
     progress('cluster: stopping the agent...');
     await step('stopping the agent', async () => bench.agent?.stop());

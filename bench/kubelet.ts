@@ -501,6 +501,12 @@ export class BenchKubelet {
     clearTimeout(timer);
   }
 
+  /** cleanup(), its problems as one error. */
+  async cleanupOrThrow(): Promise<void> {
+    const problems = await this.cleanup();
+    if (problems.length > 0) throw new Error(problems.join('; '));
+  }
+
   /** Stops kubelet, removes its pods, unmounts its root dir and puts the host back. Returns the problems. */
   async cleanup(): Promise<string[]> {
     const problems: string[] = [];

@@ -290,10 +290,7 @@ export class Bench {
     const kubelet = this.kubelet;
     if (kubelet) {
       progress('cleanup: kubelet: stopping its pods, stopping it, putting the host back...');
-      await step('kubelet', async () => {
-        const problems = await kubelet.cleanup();
-        if (problems.length > 0) throw new Error(problems.join('; '));
-      });
+      await step('kubelet', () => kubelet.cleanupOrThrow());
     }
     // Only while holding the tests lock: without it, the bench pods in the containerds are another run's.
     if (this.lockHeld) {
