@@ -5,7 +5,9 @@
 // it (from the pod's creation until all its containers are reported started, as observed through a watch; images already
 // present) for 1 pod and for --pods pods created at once, beside the raw CRI floor of the same run; the latency of one pod
 // status write on this API server; and, from the server's audit log, the API requests nodelet made per pod started and its
-// status writes per pod from Pending to Running.
+// status writes per pod from Pending to Running. With the kubelet peer (--peers floor,kubelet, the default), the real
+// kubelet v1.32.13 is a second node of the same control plane in the same run (bench/kubelet.ts in cluster mode, on its
+// containerd instance), measured with the same pods bound to it: the table shows floor, kubelet and nodelet.
 //
 // Start of a pod: the bench's high-resolution clock just before its create call (creationTimestamp has second precision).
 // Each pod is created bound (spec.nodeName), so kube-scheduler's latency, which is not the node's, stays out of the figure.
@@ -19,9 +21,10 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { V1Node, V1Pod, V1PodList } from '@kubernetes/client-node';
 import { isGone, isNotFound, KubeClient, strategicMergePatch, type WatchEvent } from '../src/kubeapi/client.js';
 import { loadKubeconfig } from '../src/kubeapi/kubeconfig.js';
+import { detectNodeIP } from '../src/host/node.js';
 import { down, ensureBinaries, nodeCredentials, up, type ControlPlane } from '../test/cluster/control-plane.js';
 import type { LogLine } from './agent.js';
-import { freePort } from './kubelet.js';
+import { BenchKubelet, freePort, kubeletNode } from './kubelet.js';
 import type { FloorSample } from './floor.js';
 import type { Bench } from './session.js';
 import { cleanupSteps, errorText, fmtMs, median, now, percentile, progress, round1, round2, round3, stepMedians, type StepMedians } from './util.js';
@@ -213,6 +216,18 @@ function podSteps(s: ClusterSample, lines: readonly LogLine[]): Map<string, Part
 
 // ------------------------------------------------------------------------------------------------------------ the phase
 
+/** The real kubelet's figures, measured as nodelet's (same pods, same watch), when it is a peer of the run. */
+export interface KubeletClusterResults {
+  node: string;
+  single: { medianMs: number; minMs: number; samplesMs: number[] };
+  burst: { lastMedianMs: number; lastMinMs: number; samplesMs: number[]; podP50Ms: number; podP99Ms: number };
+  /** nodelet's median over kubelet's: below 1 is nodelet ahead. */
+  nodeletRatio: { single: number; burst: number };
+  /** kubelet's status writes per pod, creation -> started (median / max), from the same audit log. */
+  statusWritesToRunning: { single: { median: number; max: number }; burst: { median: number; max: number } };
+  requestsPerPod: { single: number; burst: number };
+}
+
 export interface ClusterResults {
   reps: number;
   pods: number;
@@ -236,12 +251,15 @@ export interface ClusterResults {
   statusWritesTarget: { maxPerPod: number; pass: boolean };
   node: string;
   saToken: boolean;
+  kubelet?: KubeletClusterResults;
 }
 
 class ClusterPhase {
   plane?: ControlPlane;
   admin?: KubeClient;
   nodeKubeconfig = '';
+  /** The real kubelet as a second node of the control plane (the kubelet peer). */
+  kubelet?: BenchKubelet;
   private readonly watchStop = new AbortController();
   private watching?: Promise<void>;
   private resourceVersion = '';
@@ -348,19 +366,45 @@ class ClusterPhase {
   async startAgent(): Promise<void> {
     const { bench } = this;
     await bench.startAgent(['--kubeconfig', this.nodeKubeconfig], this.dir);
+    await this.waitNodeReady(benchNode, () => !!bench.agent?.running, () => bench.agent!.recentOutput());
+    progress(`cluster: node ${benchNode} is Ready; waiting until the agent is idle...`);
+    await bench.waitAgentIdle();
+  }
+
+  /**
+   * The real kubelet as the node `kubelet-bench` of the same control plane, on its own containerd (the standalone one of
+   * the start-up phase, if any, is stopped and its host changes put back first: both use the same cgroup root and record).
+   */
+  async startKubelet(): Promise<void> {
+    const { bench } = this;
+    if (bench.kubelet) {
+      progress('cluster: stopping the standalone kubelet of the earlier phases...');
+      const problems = await bench.kubelet.cleanup();
+      for (const p of problems) bench.note(`standalone kubelet cleanup: ${p}`);
+      bench.kubelet = undefined;
+    }
+    const kubeconfig = await nodeCredentials(this.plane!.dir, kubeletNode);
+    this.kubelet = new BenchKubelet(this.dir, { kubeconfig, nodeIP: await detectNodeIP(), maxPods: bench.opts.pods, ...(bench.opts.kubeletLog ? { logFile: bench.opts.kubeletLog } : {}) });
+    progress('cluster: starting kubelet v1.32.13 with --kubeconfig (its own containerd)...');
+    await this.kubelet.start(bench.signal);
+    await this.waitNodeReady(kubeletNode, () => this.kubelet!.running, () => this.kubelet!.recentOutput());
+    progress(`cluster: node ${kubeletNode} (kubelet, pid ${this.kubelet.pid}) is Ready; waiting until it is idle...`);
+    await this.kubelet.waitIdle(bench.signal);
+  }
+
+  /** Waits until the Node reports Ready, while its agent runs. */
+  private async waitNodeReady(name: string, running: () => boolean, output: () => string): Promise<void> {
     const deadline = now() + nodeReadyTimeoutMs;
     for (;;) {
-      const node = await this.admin!.request<V1Node>({ method: 'GET', path: `/api/v1/nodes/${benchNode}` }).catch((err: unknown) => {
+      const node = await this.admin!.request<V1Node>({ method: 'GET', path: `/api/v1/nodes/${name}` }).catch((err: unknown) => {
         if (isNotFound(err)) return undefined;
         throw err;
       });
-      if (node?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) break;
-      if (!bench.agent?.running) throw new Error(`nodelet exited before its node was Ready:\n${bench.agent!.recentOutput()}`);
-      if (now() > deadline) throw new Error(`node ${benchNode} not Ready within ${nodeReadyTimeoutMs / 1000} s: ${JSON.stringify(node?.status?.conditions ?? 'not registered')}\n${bench.agent!.recentOutput()}`);
-      await delay(100, undefined, { signal: bench.signal });
+      if (node?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) return;
+      if (!running()) throw new Error(`the agent of node ${name} exited before it was Ready:\n${output()}`);
+      if (now() > deadline) throw new Error(`node ${name} not Ready within ${nodeReadyTimeoutMs / 1000} s: ${JSON.stringify(node?.status?.conditions ?? 'not registered')}\n${output()}`);
+      await delay(100, undefined, { signal: this.bench.signal });
     }
-    progress(`cluster: node ${benchNode} is Ready; waiting until the agent is idle...`);
-    await bench.waitAgentIdle();
   }
 
   /** Median latency of PATCH pods/<name>/status by the admin over a kept-alive connection, on an unbound scratch pod. */
@@ -387,18 +431,24 @@ class ClusterPhase {
     };
   }
 
-  private podObject(name: string): V1Pod {
+  private podObject(name: string, nodeName: string): V1Pod {
     return {
       apiVersion: 'v1',
       kind: 'Pod',
       metadata: { name, namespace: benchNamespace, labels: { app: 'nodelet-bench' } },
       // By default the same pod as the floor's: no service account token volume (the floor mounts none). Created bound.
-      spec: { ...podSpec(), nodeName: benchNode, ...(this.bench.opts.saToken ? {} : { automountServiceAccountToken: false }) },
+      spec: { ...podSpec(), nodeName, ...(this.bench.opts.saToken ? {} : { automountServiceAccountToken: false }) },
     };
   }
 
-  /** Creates and binds the pods at once; resolves when the watch showed all their containers started. */
-  async sample(names: string[], timeoutMs: number): Promise<ClusterSample> {
+  /** The running agent of a node, for the checks during a sample. */
+  private agentOf(nodeName: string): { running: boolean; recentOutput(): string; what: string } {
+    const agent = nodeName === kubeletNode ? this.kubelet : this.bench.agent;
+    return { running: !!agent?.running, recentOutput: () => agent?.recentOutput() ?? '', what: nodeName === kubeletNode ? 'kubelet' : 'nodelet' };
+  }
+
+  /** Creates the pods bound to the node at once; resolves when the watch showed all their containers started. */
+  async sample(names: string[], timeoutMs: number, nodeName = benchNode): Promise<ClusterSample> {
     const { bench } = this;
     const admin = this.admin!;
     this.current = new Map(names.map((name) => [name, { name, startMs: NaN }]));
@@ -412,7 +462,7 @@ class ClusterPhase {
     const creations = names.map(async (name) => {
       const track = this.current.get(name)!;
       track.startMs = now() - this.sampleT0;
-      await admin.request<V1Pod>({ method: 'POST', path: this.podsPath, body: this.podObject(name), signal: bench.signal });
+      await admin.request<V1Pod>({ method: 'POST', path: this.podsPath, body: this.podObject(name, nodeName), signal: bench.signal });
       track.boundMs = now() - this.sampleT0;
     });
     await Promise.all(creations);
@@ -421,11 +471,12 @@ class ClusterPhase {
       for (;;) {
         const finished = await Promise.race([done.then(() => true), delay(500, false, { signal: bench.signal })]);
         if (finished) break;
-        if (!bench.agent?.running) throw new Error(`nodelet exited during the measurement:\n${bench.agent!.recentOutput()}`);
+        const agent = this.agentOf(nodeName);
+        if (!agent.running) throw new Error(`${agent.what} exited during the measurement:\n${agent.recentOutput()}`);
         if (now() > deadline) {
           const pending = [...this.current.values()].filter((t) => t.observedMs === undefined);
           const pod = await admin.request<V1Pod>({ method: 'GET', path: `${this.podsPath}/${pending[0]!.name}` }).catch(() => undefined);
-          throw new Error(`${pending.length} of ${names.length} pods not started after ${timeoutMs / 1000} s; e.g. ${pending[0]!.name}: ${JSON.stringify(pod?.status ?? 'not found')}\n${bench.agent!.recentOutput()}`);
+          throw new Error(`${pending.length} of ${names.length} pods not started after ${timeoutMs / 1000} s; e.g. ${pending[0]!.name}: ${JSON.stringify(pod?.status ?? 'not found')}\n${agent.recentOutput()}`);
         }
       }
     } finally {
@@ -453,7 +504,12 @@ class ClusterPhase {
       const left = (await admin.request<V1PodList>({ method: 'GET', path: this.podsPath, ...opts })).items.length;
       const cri = { timeoutMs: 30_000, ...opts };
       const [sandboxes, containers] = await Promise.all([bench.main.listPodSandbox(benchPods, cri), bench.main.listContainers(benchPods, cri)]);
-      if (left + sandboxes.length + containers.length === 0) return;
+      if (left + sandboxes.length + containers.length === 0) {
+        // kubelet removes a deleted pod's stopped sandbox only at its container GC, a minute later: removed now, as the
+        // standalone bench does, so the next sample starts from the same empty runtime.
+        if (this.kubelet?.running) await this.kubelet.teardown(signal);
+        return;
+      }
       if (!bench.agent?.running) throw new Error(`nodelet exited while its pods were deleted:\n${bench.agent!.recentOutput()}`);
       if (now() > deadline) throw new Error(`the pods were not gone ${teardownTimeoutMs / 1000} s after their deletion (${left} in the API, ${sandboxes.length} sandboxes, ${containers.length} containers)`);
       await delay(100, undefined, opts);
@@ -466,6 +522,11 @@ class ClusterPhase {
     if (this.admin && this.plane && bench.agent?.running) {
       progress('cluster: deleting the pods through the API and waiting until nodelet removed them...');
       await step('deleting the cluster pods', () => this.deletePods());
+    }
+    const kubelet = this.kubelet;
+    if (kubelet) {
+      progress('cluster: stopping kubelet, removing its pods, putting the host back...');
+      await step('kubelet', () => kubelet.cleanupOrThrow());
     }
     progress('cluster: stopping the agent...');
     await step('stopping the agent', async () => bench.agent?.stop());
@@ -510,6 +571,7 @@ async function measure(phase: ClusterPhase): Promise<ClusterResults> {
   await phase.startWatch();
   progress('cluster: starting nodelet with --kubeconfig...');
   await phase.startAgent();
+  if (bench.opts.peers.has('kubelet')) await phase.startKubelet();
   progress(`cluster: measuring one status write (${statusWriteSamples} PATCH pods/status after ${statusWriteWarmups} warm-ups)...`);
   const statusWrite = await phase.measureStatusWrite();
   progress(`  status write: median ${fmtMs(statusWrite.medianMs)} (min ${fmtMs(statusWrite.minMs)}, p90 ${fmtMs(statusWrite.p90Ms)})`);
@@ -518,14 +580,21 @@ async function measure(phase: ClusterPhase): Promise<ClusterResults> {
   const floorBurst: FloorSample[] = [];
   const single: ClusterSample[] = [];
   const burst: ClusterSample[] = [];
-  const nodeletOnce = async (names: string[], timeoutMs: number) => {
-    const s = await phase.sample(names, timeoutMs);
+  const kubeletSingle: ClusterSample[] = [];
+  const kubeletBurst: ClusterSample[] = [];
+  const onNode = (nodeName: string) => async (names: string[], timeoutMs: number) => {
+    const s = await phase.sample(names, timeoutMs, nodeName);
     s.deleteEpoch = Date.now();
     await phase.deletePods(bench.signal);
     s.goneEpoch = Date.now();
     return s;
   };
-  const settle = () => bench.waitAgentIdle();
+  const nodeletOnce = onNode(benchNode);
+  const kubeletOnce = onNode(kubeletNode);
+  const settle = async () => {
+    await bench.waitAgentIdle();
+    if (phase.kubelet) await phase.kubelet.waitIdle(bench.signal);
+  };
   const batch = (prefix: string) => Array.from({ length: bench.opts.pods }, (_, i) => `${prefix}-${i + 1}`);
   bench.watchForOtherAgents();
 
@@ -536,14 +605,28 @@ async function measure(phase: ClusterPhase): Promise<ClusterResults> {
   await bench.floorOnce(batch('cfwb'));
   await nodeletOnce(batch('cwb'), burstTimeoutMs);
   await settle();
+  if (phase.kubelet) {
+    progress('cluster warm-up: 1 kubelet pod, then 1 batch (not counted)');
+    await kubeletOnce(['kw'], singleTimeoutMs);
+    await settle();
+    await kubeletOnce(batch('kwb'), burstTimeoutMs);
+    await settle();
+  }
 
   for (const [what, n] of [['1 pod', 1], [`${bench.opts.pods} pods`, bench.opts.pods]] as const) {
     for (let k = 1; k <= bench.opts.reps; k++) {
-      // Alternate which goes first, so neither always follows the other's teardown.
-      const order = k % 2 ? (['floor', 'nodelet'] as const) : (['nodelet', 'floor'] as const);
+      // Rotate which goes first, so none always follows another's teardown.
+      const order = phase.kubelet
+        ? ([['floor', 'kubelet', 'nodelet'], ['nodelet', 'floor', 'kubelet'], ['kubelet', 'nodelet', 'floor']] as const)[(k - 1) % 3]!
+        : k % 2 ? (['floor', 'nodelet'] as const) : (['nodelet', 'floor'] as const);
       for (const which of order) {
-        progress(`cluster, ${what}, rep ${k}/${bench.opts.reps}: ${which === 'floor' ? 'floor' : 'nodelet (API pods)'}...`);
-        if (which === 'floor') {
+        progress(`cluster, ${what}, rep ${k}/${bench.opts.reps}: ${which === 'floor' ? 'floor' : `${which} (API pods)`}...`);
+        if (which === 'kubelet') {
+          const s = await kubeletOnce(n === 1 ? [`ks${k}`] : batch(`kb${k}`), n === 1 ? singleTimeoutMs : burstTimeoutMs);
+          (n === 1 ? kubeletSingle : kubeletBurst).push(s);
+          const lat = podLatencies(s);
+          progress(n === 1 ? `  kubelet ${fmtMs(lat[0]!)}` : `  kubelet last pod ${fmtMs(lastPodMs(s))}, per pod p50 ${fmtMs(percentile(lat, 50))} p99 ${fmtMs(percentile(lat, 99))}`);
+        } else if (which === 'floor') {
           const f = await bench.floorOnce(n === 1 ? [`cfs${k}`] : batch(`cfb${k}`));
           (n === 1 ? floorSingle : floorBurst).push(f);
           progress(`  floor ${fmtMs(f.elapsedMs)}`);
@@ -575,6 +658,22 @@ async function measure(phase: ClusterPhase): Promise<ClusterResults> {
   const requests = { single: requestTable(single, entries), burst: requestTable(burst, entries) };
   const deletion = (xs: ClusterSample[]) => requestTable(xs, entries, (s) => [s.deleteEpoch, s.goneEpoch] as const).perPod;
   const worstWrites = Math.max(requests.single.statusWritesToRunning.max, requests.burst.statusWritesToRunning.max);
+  let kubelet: KubeletClusterResults | undefined;
+  if (phase.kubelet) {
+    const kEntries = await nodeRequests(phase.auditLog, `system:node:${kubeletNode}`);
+    const kRequests = { single: requestTable(kubeletSingle, kEntries), burst: requestTable(kubeletBurst, kEntries) };
+    const ks = kubeletSingle.map((s) => podLatencies(s)[0]!);
+    const kb = kubeletBurst.map(lastPodMs);
+    const kbPods = kubeletBurst.flatMap(podLatencies);
+    kubelet = {
+      node: kubeletNode,
+      single: { medianMs: round1(median(ks)), minMs: round1(Math.min(...ks)), samplesMs: ks.map(round1) },
+      burst: { lastMedianMs: round1(median(kb)), lastMinMs: round1(Math.min(...kb)), samplesMs: kb.map(round1), podP50Ms: round1(percentile(kbPods, 50)), podP99Ms: round1(percentile(kbPods, 99)) },
+      nodeletRatio: { single: ratio(median(ns), median(ks)), burst: ratio(median(nb), median(kb)) },
+      statusWritesToRunning: { single: kRequests.single.statusWritesToRunning, burst: kRequests.burst.statusWritesToRunning },
+      requestsPerPod: { single: kRequests.single.totalPerPod, burst: kRequests.burst.totalPerPod },
+    };
+  }
   return {
     reps: bench.opts.reps,
     pods: bench.opts.pods,
@@ -612,5 +711,6 @@ async function measure(phase: ClusterPhase): Promise<ClusterResults> {
     requests,
     deletionRequests: { single: deletion(single), burst: deletion(burst) },
     statusWritesTarget: { maxPerPod: targetStatusWritesPerPod, pass: worstWrites <= targetStatusWritesPerPod },
+    ...(kubelet ? { kubelet } : {}),
   };
 }

@@ -78,6 +78,11 @@ export interface KubeletOptions {
   placement?: KubeletPlacement;
   /** Cluster mode: the node's kubeconfig (kubelet registers the Node and runs the pods bound to it). */
   kubeconfig?: string;
+  /**
+   * --node-ip. Without it kubelet looks its node name up in DNS at every status update (its NodeAddress setter), a query
+   * that would leave the machine.
+   */
+  nodeIP?: string;
   /** More KubeletConfiguration fields, over the ones configText() chooses. */
   config?: Record<string, unknown>;
 }
@@ -340,6 +345,7 @@ export class BenchKubelet {
       '--cert-dir', join(this.rootDir, 'pki'),
       '--hostname-override', this.placement.nodeName,
       ...(this.opts.kubeconfig ? ['--kubeconfig', this.opts.kubeconfig] : []),
+      ...(this.opts.nodeIP ? ['--node-ip', this.opts.nodeIP] : []),
       '-v', '2',
     ];
     const logCopy = this.logFile ? (await import('node:fs')).createWriteStream(this.logFile, { flags: 'a' }) : undefined;
@@ -493,6 +499,12 @@ export class BenchKubelet {
     const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
     await exited;
     clearTimeout(timer);
+  }
+
+  /** cleanup(), its problems as one error. */
+  async cleanupOrThrow(): Promise<void> {
+    const problems = await this.cleanup();
+    if (problems.length > 0) throw new Error(problems.join('; '));
   }
 
   /** Stops kubelet, removes its pods, unmounts its root dir and puts the host back. Returns the problems. */

@@ -288,7 +288,10 @@ function probeComparisonTable(p: ProbeLoad, k: KubeletProbeLoad): string {
 function clusterTable(r: ClusterResults): string {
   const pf = (pass: boolean) => (pass ? 'PASS' : 'MISS');
   const row = (cols: string[], widths: number[]) => cols.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
-  const w = [30, 12, 12, 8, 24, 4];
+  const k = r.kubelet;
+  // With the kubelet peer: its column, and nodelet's median over kubelet's.
+  const kc = (v: string) => (k ? [v] : []);
+  const w = k ? [30, 12, 12, 12, 8, 10, 24, 4] : [30, 12, 12, 8, 24, 4];
   const lines: string[] = [];
   lines.push(`cluster mode: pod startup latency SLI (creation -> all containers started, seen through a watch), ${r.reps} repetitions each`);
   lines.push(`  start = the bench's clock just before the create call (creationTimestamp has second precision); the pod is created bound`);
@@ -297,16 +300,22 @@ function clusterTable(r: ClusterResults): string {
     : '  the API pods are the floor\'s pod (automountServiceAccountToken: false: no volume)');
   lines.push(`one status write (PATCH pods/status on this API server, ${r.statusWrite.samples} samples): median ${fmtMs(r.statusWrite.medianMs)}, min ${fmtMs(r.statusWrite.minMs)}, p90 ${fmtMs(r.statusWrite.p90Ms)}`);
   lines.push('');
-  lines.push(row(['', 'floor', 'nodelet', 'ratio', `target (${targetFloorFactor}x floor + 1 write)`, ''], w));
-  lines.push(row(['1 pod, median', fmtMs(r.single.floor.medianMs), fmtMs(r.single.nodelet.medianMs), `${r.single.ratio.toFixed(2)}x`, `<= ${fmtMs(r.single.target.maxMs)}`, pf(r.single.target.pass)], w));
-  lines.push(row([`${r.pods} pods, last pod, median`, fmtMs(r.burst.floor.lastMedianMs), fmtMs(r.burst.nodelet.lastMedianMs), `${r.burst.ratio.toFixed(2)}x`, `<= ${fmtMs(r.burst.target.maxMs)}`, pf(r.burst.target.pass)], w));
-  lines.push(row([`${r.pods} pods, per pod p50`, fmtMs(r.burst.floor.podP50Ms), fmtMs(r.burst.nodelet.podP50Ms)], w));
-  lines.push(row([`${r.pods} pods, per pod p99 (rank)`, fmtMs(r.burst.floor.podP99Ms), fmtMs(r.burst.nodelet.podP99Ms)], w));
+  const vsKubelet = (x: number | undefined) => kc(x === undefined ? '' : `${x.toFixed(2)}x ${x <= 1 ? 'ahead' : 'behind'}`);
+  lines.push(row(['', 'floor', ...kc('kubelet'), 'nodelet', 'vs floor', ...kc('vs kubelet'), `target (${targetFloorFactor}x floor + 1 write)`, ''], w));
+  lines.push(row(['1 pod, median', fmtMs(r.single.floor.medianMs), ...kc(fmtMs(k?.single.medianMs ?? 0)), fmtMs(r.single.nodelet.medianMs), `${r.single.ratio.toFixed(2)}x`,
+    ...vsKubelet(k?.nodeletRatio.single), `<= ${fmtMs(r.single.target.maxMs)}`, pf(r.single.target.pass)], w));
+  lines.push(row([`${r.pods} pods, last pod, median`, fmtMs(r.burst.floor.lastMedianMs), ...kc(fmtMs(k?.burst.lastMedianMs ?? 0)), fmtMs(r.burst.nodelet.lastMedianMs),
+    `${r.burst.ratio.toFixed(2)}x`, ...vsKubelet(k?.nodeletRatio.burst), `<= ${fmtMs(r.burst.target.maxMs)}`, pf(r.burst.target.pass)], w));
+  lines.push(row([`${r.pods} pods, per pod p50`, fmtMs(r.burst.floor.podP50Ms), ...kc(fmtMs(k?.burst.podP50Ms ?? 0)), fmtMs(r.burst.nodelet.podP50Ms)], w));
+  lines.push(row([`${r.pods} pods, per pod p99 (rank)`, fmtMs(r.burst.floor.podP99Ms), ...kc(fmtMs(k?.burst.podP99Ms ?? 0)), fmtMs(r.burst.nodelet.podP99Ms)], w));
+  if (k) lines.push(`  kubelet = the real kubelet v1.32.13 as node ${k.node} of the same control plane (its own containerd), the same pods bound to it`);
   lines.push('');
   lines.push('samples (ms):');
   lines.push(`  1 pod    floor   ${r.single.floor.samplesMs.join(', ')}`);
+  if (k) lines.push(`  1 pod    kubelet ${k.single.samplesMs.join(', ')}`);
   lines.push(`  1 pod    nodelet ${r.single.nodelet.samplesMs.join(', ')}`);
   lines.push(`  ${`${r.pods} pods`.padEnd(8)} floor   ${r.burst.floor.samplesMs.join(', ')}`);
+  if (k) lines.push(`  ${`${r.pods} pods`.padEnd(8)} kubelet ${k.burst.samplesMs.join(', ')}`);
   lines.push(`  ${`${r.pods} pods`.padEnd(8)} nodelet ${r.burst.nodelet.samplesMs.join(', ')}`);
   lines.push(`the bench's create of the bound pod (inside nodelet's figures): 1 pod median ${fmtMs(r.single.nodelet.createAndBindMedianMs)}; ${r.pods} pods, last created at ${fmtMs(r.burst.nodelet.createAndBindLastMedianMs)} (median)`);
   lines.push('');
@@ -334,6 +343,11 @@ function clusterTable(r: ClusterResults): string {
     `  (target <= ${r.statusWritesTarget.maxPerPod}: ${pf(r.statusWritesTarget.pass)})`);
   const sd = r.requests.single.statusWritesBeforeDelete;
   const bd = r.requests.burst.statusWritesBeforeDelete;
+  if (k) {
+    const ks = k.statusWritesToRunning;
+    lines.push(`  kubelet's (system:node:${k.node}): status writes per pod, creation -> started: 1 pod ${ks.single.median} / ${ks.single.max}; ${r.pods} pods ${ks.burst.median} / ${ks.burst.max};` +
+      ` requests per pod started: 1 pod ${k.requestsPerPod.single}, ${r.pods} pods ${k.requestsPerPod.burst}`);
+  }
   lines.push(`status writes per pod until its deletion began (median / max): 1 pod ${sd.median} / ${sd.max}; ${r.pods} pods ${bd.median} / ${bd.max}`);
   const del = (x: Record<string, number>) => Object.entries(x).map(([k, n]) => `${k} ${n}`).join(', ') || '-';
   lines.push(`the node's requests per pod while the pods were deleted (API DELETE -> gone from API and runtime):`);

@@ -45,7 +45,7 @@ export class Bench {
   readonly floor = new Floor();
   base = '';
   agent?: BenchAgent;
-  /** The real kubelet, when --peers has it and the startup or probes phase runs. */
+  /** The real kubelet standalone, when --peers has it and the startup or probes phase runs (the cluster phase runs its own). */
   kubelet?: BenchKubelet;
   private kubeletCri?: CriClient;
   /** Warnings worth printing with the results (other agents appearing, foreign pods, agent warnings). */
@@ -62,7 +62,7 @@ export class Bench {
   }
 
   usesKubelet(): boolean {
-    return this.opts.peers.has('kubelet') && (this.opts.phases.has('startup') || this.opts.phases.has('probes'));
+    return this.opts.peers.has('kubelet') && (this.opts.phases.has('startup') || this.opts.phases.has('probes') || this.opts.phases.has('cluster'));
   }
 
   usesFloor(): boolean {
@@ -295,13 +295,13 @@ export class Bench {
     const kubelet = this.kubelet;
     if (kubelet) {
       progress('cleanup: kubelet: stopping its pods, stopping it, putting the host back...');
-      await step('kubelet', async () => {
-        const problems = await kubelet.cleanup();
-        if (problems.length > 0) throw new Error(problems.join('; '));
-      });
+      await step('kubelet', () => kubelet.cleanupOrThrow());
     }
-    progress('cleanup: removing bench pods left in the containerds...');
-    for (const [name, cri] of this.containerds()) await step(`${name} containerd`, () => this.removeBenchPods(cri));
+    // Only while holding the tests lock: without it, the bench pods in the containerds are another run's.
+    if (this.lockHeld) {
+      progress('cleanup: removing bench pods left in the containerds...');
+      for (const [name, cri] of this.containerds()) await step(`${name} containerd`, () => this.removeBenchPods(cri));
+    }
     if (this.base) await step('temp dir', () => rm(this.base, { recursive: true, force: true }));
     await step('releasing the tests lock', () => this.releaseTestsLock());
     this.main.close();

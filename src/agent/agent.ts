@@ -127,7 +127,7 @@ export class Agent {
       throw err;
     }
     await mkdir(config.rootDir, { recursive: true });
-    const nodeIP = await detectNodeIP(config.nodeIP);
+    const nodeIP = await detectNodeIP(config.nodeIP, node);
 
     // Started now, while the agent is small: the helper's own start is the one fork of the agent's size it costs.
     const programs = config.spawnHelper ? await SpawnHelperRunner.start(config.spawnHelper, log) : new DirectProgramRunner();
@@ -144,7 +144,16 @@ export class Agent {
     // The network comes from --cni-conf-dir, read now and watched while the agent runs: until a file is there, only
     // host-network pods start and the node's network is not ready.
     const podNetwork = await PodNetwork.create({ executor, main: undefined, log });
-    const networkConfig = new PodNetworkConfig({ network: podNetwork, dir: config.cniConfDir, podCidr: config.podCIDR, applyPodCidr: config.podCidrInConfDir, log });
+    const networkConfig = new PodNetworkConfig({
+      network: podNetwork,
+      dir: config.cniConfDir,
+      podCidr: config.podCIDR,
+      applyPodCidr: config.podCidrInConfDir,
+      // In cluster mode nodelet's own network takes the Node's podCIDR and waits for it, as containerd's conf_template.
+      podCidrFromNode: !!config.kubeconfig,
+      podCidrStateFile: join(config.rootDir, 'pod-cidr'),
+      log,
+    });
     try {
       await networkConfig.load(signal);
     } catch (err) {

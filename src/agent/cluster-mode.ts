@@ -104,6 +104,7 @@ export class ClusterMode {
       rootDir: deps.config.rootDir,
       nodeName,
       nodeIP: deps.nodeIP,
+      nodeIPFlag: deps.config.nodeIP,
       kubelet: deps.config.kubelet,
       recordNodeEvent: (reason, message) => this.events.nodeEvent('Normal', reason, message),
       log,
@@ -122,6 +123,7 @@ export class ClusterMode {
       onChange: (nodes) => {
         const wasRegistered = !!this.registeredNode;
         this.registeredNode = nodes.find((n) => n.metadata?.name === nodeName);
+        if (this.registeredNode) this.heartbeats.node.nodeObserved(this.registeredNode);
         // Mirror pods wait for the node's UID (their owner reference).
         if (!wasRegistered && this.registeredNode) this.podConfig?.resyncMirrors();
       },

@@ -4,6 +4,7 @@ import { NodeController } from '../controllers/node-controller.js';
 import { NodeLeaseController, nodeLeaseRenewIntervalFraction } from '../controllers/node-lease.js';
 import type { ImageService, RuntimeService } from '../cri/types.js';
 import { readMachineInfo } from '../host/machine-info.js';
+import { chooseNodeIP, readNodeIPFacts } from '../host/node.js';
 import type { Logger } from '../core/log.js';
 import type { KubeletConfiguration } from './kubelet-config.js';
 import type { PodNetworkConfig } from './pod-network-config.js';
@@ -17,7 +18,10 @@ export interface NodeHeartbeatsOptions {
   /** The agent's root dir: its filesystem is the node's ephemeral-storage. */
   rootDir: string;
   nodeName: string;
+  /** The InternalIP found at start. */
   nodeIP: string;
+  /** --node-ip ('' when not given): validated and used at every status update. */
+  nodeIPFlag: string;
   kubelet: KubeletConfiguration;
   /** Node events (NodeReady, NodeHasSufficientMemory, ...), e.g. the cluster's event recorder. */
   recordNodeEvent?: (reason: string, message: string) => void;
@@ -84,6 +88,7 @@ export class NodeHeartbeats {
         initialPodCIDR: opts.podNetwork.podCIDR,
       },
       machineInfo: () => readMachineInfo(opts.rootDir),
+      nodeIP: async () => chooseNodeIP(opts.nodeIPFlag, opts.nodeName, await readNodeIPFacts()),
       applyPodCIDR: (cidr, signal) => opts.podNetwork.applyPodCIDR(cidr, signal),
       ...(opts.recordNodeEvent ? { recordNodeEvent: opts.recordNodeEvent } : {}),
       log: log.child({ node: opts.nodeName }),

@@ -2,7 +2,7 @@
 // CIDR, turned into the network new pods join (or none, the node's network then not ready).
 import { execFile } from 'node:child_process';
 import { watch, type FSWatcher } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { cidrContains, parseCidr, parseIp } from '../cni/cidr.js';
@@ -59,6 +59,16 @@ export interface PodNetworkConfigOptions {
   podCidr?: string;
   /** Whether the pod CIDR goes into the directory's host-local networks (AgentConfig.podCidrInConfDir); default true. */
   applyPodCidr?: boolean;
+  /**
+   * The pod CIDR comes from Node.spec.podCIDR (cluster mode, nodelet's own network, no --pod-cidr): no network until it
+   * arrives, as containerd writes its conf_template's configuration only once kubelet passes it the pod CIDR.
+   */
+  podCidrFromNode?: boolean;
+  /**
+   * Where the Node's pod CIDR is kept once applied: as the configuration containerd writes from its conf_template stays
+   * on disk, a restart uses it at once instead of waiting for the Node again.
+   */
+  podCidrStateFile?: string;
   log: Logger;
   pollIntervalMs?: number;
 }
@@ -69,6 +79,8 @@ export class PodNetworkConfig {
   readonly #log: Logger;
   readonly #pollIntervalMs: number;
   readonly #applyPodCidr: boolean;
+  readonly #podCidrFromNode: boolean;
+  readonly #podCidrStateFile: string | undefined;
   #podCidr: string | undefined;
   #selection: NetworkSelection | undefined;
   /** The directory's files as last read: an event that changes nothing changes nothing. */
@@ -83,9 +95,17 @@ export class PodNetworkConfig {
     this.#log = opts.log;
     this.#pollIntervalMs = opts.pollIntervalMs ?? DEFAULT_CONF_DIR_POLL_MS;
     this.#applyPodCidr = opts.applyPodCidr ?? true;
+    this.#podCidrFromNode = (opts.podCidrFromNode ?? false) && this.#applyPodCidr && !this.#podCidr;
+    this.#podCidrStateFile = opts.podCidrStateFile;
+  }
+
+  /** Whether the network waits for Node.spec.podCIDR (its subnet comes from it, and it has not arrived yet). */
+  get awaitingPodCIDR(): boolean {
+    return this.#podCidrFromNode && !this.#podCidr;
   }
 
   #effective(selection: NetworkSelection, podCidr: string | undefined): NetConfList | undefined {
+    if (this.#podCidrFromNode && !podCidr) return undefined;
     return effectiveNetwork(selection, this.#applyPodCidr ? podCidr : undefined);
   }
 
@@ -102,9 +122,27 @@ export class PodNetworkConfig {
   async load(signal: AbortSignal): Promise<void> {
     const changed = await this.#read();
     if (!changed) return;
+    if (this.awaitingPodCIDR && (await this.#restorePodCidr(signal))) return;
     const main = this.#effective(this.#selection!, this.#podCidr);
     if (main) await this.#checkSubnets(main, signal);
     this.#use(main);
+  }
+
+  /** The pod CIDR an earlier run applied, used again when it still passes the checks; true when it was. */
+  async #restorePodCidr(signal: AbortSignal): Promise<boolean> {
+    const saved = this.#podCidrStateFile ? (await readFile(this.#podCidrStateFile, 'utf8').catch(() => '')).trim() : '';
+    if (!saved) return false;
+    try {
+      const main = this.#effective(this.#selection!, saved);
+      if (main) await this.#checkSubnets(main, signal);
+      this.#podCidr = saved;
+      this.#log.info({ podCIDR: saved, file: this.#podCidrStateFile }, 'Pod network uses the node pod CIDR applied before the restart');
+      this.#use(main);
+      return true;
+    } catch (err) {
+      this.#log.warn({ err, podCIDR: saved, file: this.#podCidrStateFile }, 'Ignoring the saved node pod CIDR; waiting for Node.spec.podCIDR');
+      return false;
+    }
   }
 
   /**
@@ -127,6 +165,12 @@ export class PodNetworkConfig {
     }
     this.#podCidr = cidr;
     this.#use(main);
+    if (this.#podCidrFromNode && this.#podCidrStateFile) {
+      const file = this.#podCidrStateFile;
+      await writeFile(`${file}.tmp`, `${cidr}\n`)
+        .then(() => rename(`${file}.tmp`, file))
+        .catch((err: unknown) => this.#log.warn({ err, file }, 'Could not save the node pod CIDR; a restart waits for Node.spec.podCIDR again'));
+    }
   }
 
   /**
@@ -208,6 +252,8 @@ export class PodNetworkConfig {
         this.#log.info({ network: main.name, source: main.source, subnets: hostLocalSubnets(main) }, 'Pod network configuration loaded: new pods join it');
       }
       if (!before) this.#onReady?.();
+    } else if (this.awaitingPodCIDR) {
+      this.#log.info({ dir: this.dir }, 'Waiting for the node pod CIDR (Node.spec.podCIDR): pods other than host-network ones wait for the pod network');
     } else {
       this.#log.warn({ dir: this.dir, problem: this.#selection?.problem }, 'No pod network configuration: pods other than host-network ones wait for one');
     }

@@ -1,6 +1,6 @@
 // The node's client certificate request: its key, its PKCS#10 request and the CertificateSigningRequest object, as
 // kubelet's TLS bootstrap (pkg/kubelet/certificate/bootstrap) and client-go's certificate manager make them.
-import { createHash, createPrivateKey, createPublicKey, webcrypto } from 'node:crypto';
+import { createHash, createPrivateKey, createPublicKey, webcrypto, type X509Certificate } from 'node:crypto';
 
 /** The signer of kubelets' client certificates; kube-controller-manager's csrapproving controller auto-approves them. */
 export const kubeletClientSigner = 'kubernetes.io/kube-apiserver-client-kubelet';
@@ -52,6 +52,30 @@ export const servingCertificateTemplate = (nodeName: string, sans: SubjectAltNam
   signerName: kubeletServingSigner,
   usages: kubeletServingUsages,
 });
+
+/** An IP address in one spelling (X.509 text gives IPv6 uncompressed). */
+const canonicalIp = (ip: string): string => (ip.includes(':') ? new URL(`http://[${ip}]`).hostname.slice(1, -1) : ip);
+
+/**
+ * Why a certificate does not satisfy the template (client-go's certSatisfiesTemplate: a different CN, or a DNS name,
+ * IP address or organization of the template missing), or undefined when it does. Such a certificate is still used, but
+ * replaced at once rather than at its rotation deadline.
+ */
+export function templateMismatch(leaf: X509Certificate, template: CertificateTemplate): string | undefined {
+  const subject = leaf.subject.split('\n');
+  const cn = subject.find((l) => l.startsWith('CN='))?.slice(3) ?? '';
+  if (cn !== template.subject.commonName) return `its CN (${cn}) does not match the requested CN (${template.subject.commonName})`;
+  const sans = (leaf.subjectAltName ?? '').split(', ').map((s) => s.replace(/^(DNS|IP Address):"?(.*?)"?$/, '$1:$2'));
+  const missingDns = (template.sans?.dnsNames ?? []).filter((d) => !sans.includes(`DNS:${d}`));
+  if (missingDns.length > 0) return `it is missing the requested DNS names ${missingDns.join(', ')}`;
+  const ips = new Set(sans.filter((s) => s.startsWith('IP Address:')).map((s) => canonicalIp(s.slice('IP Address:'.length))));
+  const missingIps = (template.sans?.ipAddresses ?? []).filter((ip) => !ips.has(canonicalIp(ip)));
+  if (missingIps.length > 0) return `it is missing the requested IP addresses ${missingIps.join(', ')}`;
+  const orgs = subject.filter((l) => l.startsWith('O=')).map((l) => l.slice(2));
+  const missingOrgs = template.subject.organization.filter((o) => !orgs.includes(o));
+  if (missingOrgs.length > 0) return `it is missing the requested organizations ${missingOrgs.join(', ')}`;
+  return undefined;
+}
 
 /** A CertificateSigningRequest (certificates.k8s.io/v1) as nodelet reads and writes it. */
 export interface CertificateSigningRequest {

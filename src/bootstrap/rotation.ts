@@ -7,7 +7,7 @@ import type { Logger } from '../core/log.js';
 import type { ClientCertificateSource, KubeClient } from '../kubeapi/client.js';
 import { CertificateStore, parsePair, type CertificatePair } from './cert-store.js';
 import { requestCertificate, waitForCertificate } from './csr-client.js';
-import { certificateSigningRequest, clientCertificateTemplate, createCsrPem, generatePrivateKeyPem, type CertificateTemplate } from './csr.js';
+import { certificateSigningRequest, clientCertificateTemplate, createCsrPem, generatePrivateKeyPem, templateMismatch, type CertificateTemplate } from './csr.js';
 import { rotationDeadline, rotationRetryDelay } from './rotation-deadline.js';
 
 export interface CertificateManagerOptions {
@@ -55,6 +55,12 @@ export class CertificateManager {
     const scheduled = (): number => {
       const pair = this.#pair;
       if (!pair) return clock.now();
+      // A pair that is not what the template asks for (e.g. a tlsCertFile for other names) is replaced at once.
+      const mismatch = templateMismatch(pair.leaf, template);
+      if (mismatch) {
+        log.info({ notAfter: pair.leaf.validTo, mismatch }, `${template.what} certificate does not satisfy the template: requesting a new one now`);
+        return clock.now();
+      }
       const deadline = rotationDeadline(pair.notBefore, pair.notAfter, random());
       log.info({ notAfter: pair.leaf.validTo, rotationDeadline: new Date(deadline).toISOString() }, `${template.what} certificate rotation scheduled`);
       return deadline;

@@ -55,6 +55,11 @@ export interface NodeControllerOptions {
   /** Reads the machine's facts (once, when run starts). */
   machineInfo: () => Promise<MachineInfo>;
   /**
+   * The node's InternalIP now (kubelet's NodeAddress setter runs at every status update, so a host whose address
+   * changes reports the new one); rejects with the reason when there is none. Without it settings.nodeIP stays.
+   */
+  nodeIP?: () => Promise<string>;
+  /**
    * Points the pod network at Node.spec.podCIDR for new pods; rejects (with a message saying why) when the range
    * cannot be used, e.g. because it overlaps host routes.
    */
@@ -88,10 +93,14 @@ export class NodeController {
   private refusedPodCIDR: string | undefined;
   private wake: AbortController = new AbortController();
   private lastReadySummary: string | undefined;
+  /** The InternalIP as last determined; undefined while it cannot be (the Node's addresses are left as they are). */
+  private nodeIP: string | undefined;
+  private nodeIPError: string | undefined;
 
   constructor(private readonly opts: NodeControllerOptions) {
     this.clock = opts.clock ?? systemClock;
     this.appliedPodCIDR = opts.settings.initialPodCIDR || undefined;
+    this.nodeIP = opts.settings.nodeIP;
   }
 
   /** Whether the Node exists in the API server (registered or adopted). */
@@ -112,6 +121,15 @@ export class NodeController {
   /** The Node as last read or written. */
   get node(): V1Node | undefined {
     return this.latestNode;
+  }
+
+  /**
+   * The Node as a watch saw it: a new Node.spec.podCIDR is applied by a status update now rather than at the next period
+   * (kubelet's fastStatusUpdateOnce reads its node lister every 100 ms until the node is ready).
+   */
+  nodeObserved(node: V1Node): void {
+    const cidr = node.spec?.podCIDR;
+    if (cidr && cidr !== this.appliedPodCIDR && cidr !== this.refusedPodCIDR && this.opts.applyPodCIDR) this.wake.abort();
   }
 
   /** Resolves with the Node once it exists in the API server. */
@@ -138,7 +156,7 @@ export class NodeController {
     return {
       nodeName: s.nodeName,
       hostname: s.hostname,
-      nodeIP: s.nodeIP,
+      nodeIP: this.nodeIP,
       machine: this.machine!,
       kubeletVersion: s.kubeletVersion,
       kubeletPort: s.kubeletPort,
@@ -149,6 +167,23 @@ export class NodeController {
       images: this.images,
       maxImages: s.maxImages,
     };
+  }
+
+  /** Determines the InternalIP again, as kubelet's NodeAddress setter; a failure is logged once per reason. */
+  private async refreshNodeIP(): Promise<void> {
+    if (!this.opts.nodeIP) return;
+    const { log, settings } = this.opts;
+    try {
+      const ip = await this.opts.nodeIP();
+      if (ip !== this.nodeIP) log.info({ node: settings.nodeName, nodeIP: ip, previous: this.nodeIP }, 'Node InternalIP changed');
+      this.nodeIP = ip;
+      this.nodeIPError = undefined;
+    } catch (err) {
+      const message = (err as Error).message;
+      if (message !== this.nodeIPError) log.error({ err, node: settings.nodeName }, 'Failed to set some node status fields');
+      this.nodeIPError = message;
+      this.nodeIP = undefined;
+    }
   }
 
   private recordConditionEvents(before: V1Node | undefined, after: V1Node): void {
@@ -215,6 +250,7 @@ export class NodeController {
   /** POST the Node; if it exists, adopt it: the labels kubelet owns are reconciled, everything else is kept. */
   private async tryRegister(signal: AbortSignal): Promise<void> {
     const { client, settings } = this.opts;
+    await this.refreshNodeIP();
     const wanted = initialNode(this.inputs(), settings.registration, new Date(this.clock.now()));
     const timeoutMs = settings.requestTimeoutMs;
     try {
@@ -298,7 +334,10 @@ export class NodeController {
     }
     this.adopt(node);
     const podCIDRChanged = await this.updatePodCIDR(node.spec?.podCIDR, signal);
+    // As kubelet's fast status update after updatePodCIDR: the runtime's network may be ready now, and this update says so.
+    if (podCIDRChanged) await this.checkRuntime(signal);
     await this.refreshImages(signal);
+    await this.refreshNodeIP();
 
     const now = new Date(this.clock.now());
     const updated = setNodeStatus(node, this.inputs(), now);

@@ -112,7 +112,8 @@ export interface NodeStatusInputs {
   nodeName: string;
   /** kubelet's hostname: the Hostname address and the kubernetes.io/hostname label. */
   hostname: string;
-  nodeIP: string;
+  /** The InternalIP; undefined when it could not be determined now (the addresses are then left as they are). */
+  nodeIP: string | undefined;
   machine: MachineInfo;
   kubeletVersion: string;
   kubeletPort: number;
@@ -214,10 +215,12 @@ export function setNodeStatus(node: V1Node, inputs: NodeStatusInputs, now: Date)
   const previous = node.status ?? {};
   const status: V1NodeStatus = { ...previous };
 
-  status.addresses = [
-    { type: 'InternalIP', address: inputs.nodeIP },
-    { type: 'Hostname', address: inputs.hostname },
-  ];
+  if (inputs.nodeIP !== undefined) {
+    status.addresses = [
+      { type: 'InternalIP', address: inputs.nodeIP },
+      { type: 'Hostname', address: inputs.hostname },
+    ];
+  }
 
   const capacity = nodeCapacity(inputs.machine, inputs.maxPods);
   const mergedCapacity: ResourceList = {};

@@ -1,6 +1,7 @@
 // Facts about the host nodelet runs on: its name and its IPs.
 import { readFile } from 'node:fs/promises';
-import { hostname, networkInterfaces } from 'node:os';
+import { isIPv4, isIPv6 } from 'node:net';
+import { hostname, networkInterfaces, type NetworkInterfaceInfo } from 'node:os';
 
 /** kubelet's node name: --hostname-override, else the host name, lower-cased. */
 export function nodeName(override?: string): string {
@@ -16,19 +17,71 @@ export function defaultRouteInterface(procNetRoute: string): string | undefined 
   return undefined;
 }
 
-/** The node's IP: --node-ip, else the first IPv4 address of the default route's interface, else any non-loopback IPv4. */
-export async function detectNodeIP(override?: string): Promise<string> {
-  if (override) return override;
-  const ifaces = networkInterfaces();
-  const routeIface = defaultRouteInterface(await readFile('/proc/net/route', 'utf8').catch(() => ''));
-  const v4 = (name: string) => (ifaces[name] ?? []).find((a) => a.family === 'IPv4' && !a.internal)?.address;
-  const fromRoute = routeIface ? v4(routeIface) : undefined;
+/** What the node's IP is chosen from: the host's interfaces and the IPv4 default route's interface. */
+export interface NodeIPFacts {
+  interfaces: NodeJS.Dict<NetworkInterfaceInfo[]>;
+  defaultRouteInterface: string | undefined;
+}
+
+/** The host's interfaces and default route now. */
+export async function readNodeIPFacts(): Promise<NodeIPFacts> {
+  return { interfaces: networkInterfaces(), defaultRouteInterface: defaultRouteInterface(await readFile('/proc/net/route', 'utf8').catch(() => '')) };
+}
+
+/** The address in one spelling (IPv6 compressed, lower case), or undefined when it is not an IP address. */
+function canonicalIP(ip: string): string | undefined {
+  if (isIPv4(ip)) return ip;
+  return isIPv6(ip) ? new URL(`http://[${ip}]`).hostname.slice(1, -1) : undefined;
+}
+
+/** kubelet's validateNodeIP: an address a node can be reached at, on one of this host's interfaces; else why not. */
+export function nodeIPProblem(ip: string, facts: NodeIPFacts): string | undefined {
+  const canonical = canonicalIP(ip);
+  if (!canonical) return 'nodeIP must be a valid IP address';
+  const v4 = isIPv4(canonical) ? canonical.split('.').map(Number) : undefined;
+  const firstHextet = v4 ? 0 : parseInt(canonical.split(':')[0] || '0', 16);
+  if (v4 ? v4[0] === 127 : canonical === '::1') return "nodeIP can't be loopback address";
+  if (v4 ? v4[0]! >= 224 && v4[0]! <= 239 : firstHextet >= 0xff00) return "nodeIP can't be a multicast address";
+  if (v4 ? v4[0] === 169 && v4[1] === 254 : (firstHextet & 0xffc0) === 0xfe80) return "nodeIP can't be a link-local unicast address";
+  if (canonical === '0.0.0.0' || canonical === '::') return "nodeIP can't be an all zeros address";
+  const onHost = Object.values(facts.interfaces).some((list) => (list ?? []).some((a) => canonicalIP(a.address) === canonical));
+  return onHost ? undefined : `node IP: "${ip}" not found in the host's network interfaces`;
+}
+
+/** The node's InternalIP could not be determined (kubelet's NodeAddress setter error). */
+export class NodeIPError extends Error {}
+
+/**
+ * The node's InternalIP as kubelet's NodeAddress setter picks it without a cloud provider, at every status update:
+ * --node-ip when given (validated: it must still be on the host), else the hostname when it is an IP, else the first
+ * IPv4 address of the default route's interface, else any non-loopback IPv4 address. kubelet also looks the node
+ * name up in DNS before the default route; nodelet does not (no name lookups leave the node for its own address).
+ */
+export function chooseNodeIP(nodeIP: string, hostname: string, facts: NodeIPFacts): string {
+  if (nodeIP && nodeIP !== '0.0.0.0' && nodeIP !== '::') {
+    const problem = nodeIPProblem(nodeIP, facts);
+    if (problem) throw new NodeIPError(`failed to validate nodeIP: ${problem}`);
+    return nodeIP;
+  }
+  if (canonicalIP(hostname)) return hostname;
+  const v4 = (name: string) => (facts.interfaces[name] ?? []).find((a) => a.family === 'IPv4' && !a.internal)?.address;
+  const fromRoute = facts.defaultRouteInterface ? v4(facts.defaultRouteInterface) : undefined;
   if (fromRoute) return fromRoute;
-  for (const name of Object.keys(ifaces)) {
+  for (const name of Object.keys(facts.interfaces)) {
     const ip = v4(name);
     if (ip) return ip;
   }
-  return '127.0.0.1';
+  throw new NodeIPError(`can't get ip address of node ${hostname}: no non-loopback IPv4 address on the host`);
+}
+
+/** The node's IP at start: --node-ip as given, else as chooseNodeIP finds it, else 127.0.0.1 (a host with no network). */
+export async function detectNodeIP(override?: string, hostname = ''): Promise<string> {
+  if (override) return override;
+  try {
+    return chooseNodeIP('', hostname, await readNodeIPFacts());
+  } catch {
+    return '127.0.0.1';
+  }
 }
 
 /** Every address of this host's interfaces, loopback included (what "the host" means to probes). */

@@ -4,7 +4,10 @@
 // a pod through kube-proxy's iptables rules, a pod resolves `kubernetes.default` and a Service's name through CoreDNS,
 // and CoreDNS reaches the API server through the `kubernetes` Service (the control plane advertises the host's address).
 // Nothing leaves the machine: before CoreDNS can start, its Corefile loses `forward` (to the host's resolvers) and `loop`
-// (which queries through them). The clean-up is proven: kube-proxy's chains (`kube-proxy --cleanup`), the conntrack
+// (which queries through them), and until kube-proxy has programmed a ClusterIP, a packet forwarded to the service range
+// is rejected by a rule of the test (without it, it would follow the default route out of the machine). CoreDNS keeps
+// kubeadm's replicas from the start: its pods, scheduled as soon as the node is Ready, get IPs from the node's podCIDR
+// (nodelet's network waits for it, as containerd's conf_template). The clean-up is proven: kube-proxy's chains (`kube-proxy --cleanup`), the conntrack
 // settings it made, the host paths its volumes created, then iptables-save compared with the snapshot taken first.
 import { existsSync } from 'node:fs';
 import { readFile, rmdir, unlink, writeFile } from 'node:fs/promises';
@@ -14,6 +17,8 @@ import { execa } from 'execa';
 import { busybox, repoRoot, waitFor } from '../helpers/agent.js';
 import { ensureBinaries } from '../../cluster/control-plane.js';
 import { startRealCluster, type RealCluster } from '../helpers/real-cluster.js';
+import { DEFAULT_SETTINGS } from '../../cluster/control-plane.js';
+import { cidrContains, parseCidr, parseIp } from '../../../src/cni/cidr.js';
 
 const ns = 'addons';
 
@@ -97,6 +102,13 @@ async function serviceRule(service: string): Promise<string> {
   }, 90_000, 500);
 }
 
+/**
+ * The test's guard for the service range: a ClusterIP packet that no kube-proxy rule has rewritten yet (CoreDNS talks to
+ * the `kubernetes` Service from its start) is rejected at the FORWARD hook instead of routed off the machine. Rewritten
+ * ones go to the host's own address (INPUT), so the guard never sees them.
+ */
+const serviceGuard = ['FORWARD', '-d', DEFAULT_SETTINGS.serviceCidr, '-m', 'comment', '--comment', 'nodelet addons test: no unrewritten ClusterIP leaves', '-j', 'REJECT'];
+
 const before = await hostState();
 const pathsBefore = new Map(hostPaths.map((p) => [p, existsSync(p)]));
 let cluster: RealCluster | undefined;
@@ -110,6 +122,7 @@ beforeAll(async () => {
   // first build (minutes) shows on the test's stderr.
   const built = await execa('bash', [join(repoRoot, 'scripts', 'runtime.sh'), 'addon-images'], { reject: false, timeout: 1_500_000, stderr: 'inherit' });
   if (built.exitCode !== 0) throw new Error(`scripts/runtime.sh addon-images failed (exit ${built.exitCode}; its output is above)`);
+  await execa('iptables', ['-w', '10', '-I', ...serviceGuard]);
   cluster = await startRealCluster({
     keepAddons: true,
     beforeJoin: async (kubectl, plane) => {
@@ -122,10 +135,7 @@ beforeAll(async () => {
       if (/\b(forward|loop)\b/.test(corefile)) throw new Error(`cannot take forward/loop out of kubeadm's Corefile:\n${corefile}`);
       await kubectl.run('-n', 'kube-system', 'patch', 'configmap', 'coredns', '--type=merge', '-p', JSON.stringify({ data: { Corefile: corefile } }));
       clusterDNS = (await kubectl.get<V1Service>('service', '-n', 'kube-system', 'kube-dns')).spec!.clusterIP!;
-      // CoreDNS's pods wait until the node has its podCIDR: scheduled at once on the Ready node, they would get their
-      // IPs from nodelet's default bridge subnet and keep it from moving to the podCIDR (see the README's known gaps).
       corednsReplicas = (await kubectl.get<V1Deployment>('deployment', '-n', 'kube-system', 'coredns')).spec!.replicas!;
-      await kubectl.run('-n', 'kube-system', 'scale', 'deployment', 'coredns', '--replicas=0');
       await writeFile(join(plane.dir, 'kubelet-config.yaml'), [
         'apiVersion: kubelet.config.k8s.io/v1beta1', 'kind: KubeletConfiguration', `clusterDNS: [${clusterDNS}]`, 'clusterDomain: cluster.local', '',
       ].join('\n'));
@@ -133,9 +143,6 @@ beforeAll(async () => {
     // The cluster CA as client CA: kube-apiserver reaches the kubelet API for `kubectl exec`.
     agentArgs: (dir) => ['--config', join(dir, 'kubelet-config.yaml'), '--client-ca-file', join(dir, 'ca.crt')],
   });
-  // CoreDNS talks to the API server at the `kubernetes` Service's ClusterIP from its start.
-  await serviceRule('default/kubernetes:https');
-  await cluster.kubectl.run('-n', 'kube-system', 'scale', 'deployment', 'coredns', `--replicas=${corednsReplicas}`);
 }, 1_800_000);
 
 afterAll(async () => {
@@ -147,6 +154,7 @@ afterAll(async () => {
       await cluster.stop();
     }
   } finally {
+    await execa('iptables', ['-w', '10', '-D', ...serviceGuard], { reject: false });
     // kube-proxy leaves its rules when it stops (as on any node): its own clean-up removes them, as `kubeadm reset` says.
     // It exits 1 here whatever it removed: its IPVS and nftables parts find no `ipset` or `nft` (nor anything of theirs).
     await execa(join(await ensureBinaries(), 'kube-proxy'), ['--cleanup'], { reject: false, timeout: 120_000 });
@@ -214,6 +222,14 @@ test('kube-proxy runs as kubeadm\'s DaemonSet and CoreDNS as its Deployment, wit
   // Service (10.96.0.1 -> kube-proxy's DNAT -> the advertised host address).
   const dns = await readyAddonPods('kube-dns', deploy.spec!.replicas!);
   for (const p of dns) await cluster!.track(p);
+  // Scheduled as soon as the node was Ready, CoreDNS's pods have their IPs from the node's podCIDR: nodelet's network
+  // waited for it (the Node NotReady until then), and the bridge never carried another range.
+  const podCIDR = parseCidr(cluster!.podCIDR);
+  expect(dns.map((p) => [p.metadata!.name, cidrContains(podCIDR, parseIp(p.status!.podIP!)!)])).toEqual(dns.map((p) => [p.metadata!.name, true]));
+  const lines = cluster!.agent.logLines().map((l) => String(l.msg));
+  const waited = lines.findIndex((m) => m.startsWith('Waiting for the node pod CIDR'));
+  expect(waited).toBeGreaterThanOrEqual(0);
+  expect(lines.findIndex((m) => m.startsWith('Pod network now allocates'))).toBeGreaterThan(waited);
   const endpoints = await cluster!.kubectl.get<V1Endpoints>('endpoints', '-n', 'default', 'kubernetes');
   expect(endpoints.subsets?.[0]?.addresses?.map((a) => a.ip)).toEqual([cluster!.plane.advertiseAddress]);
 

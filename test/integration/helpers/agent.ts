@@ -67,6 +67,11 @@ export class AgentProcess {
     return join(this.rootDir, 'nodelet.sock');
   }
 
+  /** The running agent's process id (a restart changes it). */
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
   async start(extraArgs: string[] = []): Promise<void> {
     const args = [
       '--pod-manifest-path', this.manifestDir,

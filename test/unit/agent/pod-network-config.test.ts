@@ -1,7 +1,7 @@
 // The pod network's configuration: the pod CIDR applied to host-local networks only, the directory watched (a network
 // written later is used within moments, its removal makes the network not ready), and the runtime's NetworkReady as
 // the node status reads it.
-import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -90,6 +90,8 @@ describe('PodNetworkConfig', () => {
       // A network without host-local: no pod subnet to check against the host's routes.
       const plain = (name: string) => JSON.stringify({ cniVersion: '1.0.0', name, plugins: [{ type: 'ptp', ipam: { type: 'static' } }] });
       await until(() => ready === 0);
+      // The watch makes the directory as it starts; the test may get there first.
+      await mkdir(confDir, { recursive: true });
       // Written aside and renamed in, as kindnet's writer does: the inotify event, not the 60 s poll, picks it up.
       await writeFile(join(confDir, '.tmp'), plain('second'));
       await rename(join(confDir, '.tmp'), join(confDir, '20-second.conflist'));
@@ -110,5 +112,70 @@ describe('PodNetworkConfig', () => {
       stop.abort();
       await watching;
     }
+  });
+});
+
+describe('PodNetworkConfig, pod CIDR from the Node', () => {
+  // nodelet's own network in cluster mode: a bridge on a host-local range the Node's podCIDR replaces.
+  const own = JSON.stringify({
+    cniVersion: '1.0.0',
+    name: 'nodelet',
+    plugins: [{ type: 'bridge', bridge: 'nltest-none0', isGateway: true, ipam: { type: 'host-local', ranges: [[{ subnet: '10.99.0.0/24' }]] } }],
+  });
+  const setup = async (opts: { podCidr?: string; podCidrFromNode: boolean; podCidrStateFile?: string }) => {
+    const network = await PodNetwork.create({ executor: new CniExecutor({ cacheDir: join(dir, 'cache') }), main: undefined, log });
+    await writeFile(join(dir, '10-nodelet.conflist'), own);
+    const config = new PodNetworkConfig({ network, dir, log, ...opts, ...(opts.podCidr ? { podCidr: opts.podCidr } : {}) });
+    await config.load(AbortSignal.timeout(10_000));
+    return { network, config };
+  };
+
+  test('no network (NetworkPluginNotReady) until Node.spec.podCIDR; then the bridge allocates from exactly that range', async () => {
+    const { network, config } = await setup({ podCidrFromNode: true });
+    expect(config.awaitingPodCIDR).toBe(true);
+    expect(network.main).toBeUndefined();
+    expect(network.notReadyCondition()).toMatchObject({ type: 'NetworkReady', status: false, reason: 'NetworkPluginNotReady' });
+    // The node controller takes '' as "no pod CIDR applied yet": the first podCIDR it reads is applied.
+    expect(config.podCIDR).toBe('');
+    let ready = 0;
+    const stop = new AbortController();
+    const watching = config.watch(stop.signal, () => ready++);
+    try {
+      await config.applyPodCIDR('10.251.7.0/24', AbortSignal.timeout(10_000));
+      expect(config.awaitingPodCIDR).toBe(false);
+      expect(network.notReadyCondition()).toBeUndefined();
+      expect(network.main!.plugins[0]!.ipam).toEqual({ type: 'host-local', ranges: [[{ subnet: '10.251.7.0/24', gateway: '10.251.7.1' }]] });
+      expect(config.podCIDR).toBe('10.251.7.0/24');
+      // Pods waiting for the network are woken.
+      expect(ready).toBe(1);
+    } finally {
+      stop.abort();
+      await watching;
+    }
+  });
+
+  test('the applied pod CIDR is kept in the state file: a restart has the network at once; an unusable saved one is ignored', async () => {
+    const podCidrStateFile = join(dir, 'state', 'pod-cidr');
+    await mkdir(join(dir, 'state'));
+    const first = await setup({ podCidrFromNode: true, podCidrStateFile });
+    await first.config.applyPodCIDR('10.251.9.0/24', AbortSignal.timeout(10_000));
+    expect(await readFile(podCidrStateFile, 'utf8')).toBe('10.251.9.0/24\n');
+    const restarted = await setup({ podCidrFromNode: true, podCidrStateFile });
+    expect(restarted.config.awaitingPodCIDR).toBe(false);
+    expect(restarted.config.podCIDR).toBe('10.251.9.0/24');
+    expect(restarted.network.main!.plugins[0]!.ipam).toEqual({ type: 'host-local', ranges: [[{ subnet: '10.251.9.0/24', gateway: '10.251.9.1' }]] });
+    await writeFile(podCidrStateFile, 'not a cidr\n');
+    const broken = await setup({ podCidrFromNode: true, podCidrStateFile });
+    expect(broken.config.awaitingPodCIDR).toBe(true);
+    expect(broken.network.main).toBeUndefined();
+  });
+
+  test('standalone, or with --pod-cidr, the network is there from the start', async () => {
+    const standalone = await setup({ podCidrFromNode: false });
+    expect(standalone.config.awaitingPodCIDR).toBe(false);
+    expect(standalone.network.main!.plugins[0]!.ipam).toEqual({ type: 'host-local', ranges: [[{ subnet: '10.99.0.0/24' }]] });
+    const explicit = await setup({ podCidrFromNode: true, podCidr: '10.251.8.0/24' });
+    expect(explicit.config.awaitingPodCIDR).toBe(false);
+    expect(explicit.network.main!.plugins[0]!.ipam).toEqual({ type: 'host-local', ranges: [[{ subnet: '10.251.8.0/24', gateway: '10.251.8.1' }]] });
   });
 });

@@ -1,9 +1,13 @@
 // The node's client CSR: its content (subject, key, signature) as the API server and the approver read it, kubelet's
 // digested name, the CSR object, and the decision on an observed CSR.
 import { execFileSync } from 'node:child_process';
-import { createHash, createPrivateKey, createPublicKey } from 'node:crypto';
+import { createHash, createPrivateKey, createPublicKey, X509Certificate } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import {
   certificateSigningRequest,
+  clientCertificateTemplate,
   createCsrPem,
   csrOutcome,
   digestedCsrName,
@@ -14,6 +18,8 @@ import {
   kubeletServingUsages,
   nodeClientSubject,
   publicKeyDer,
+  servingCertificateTemplate,
+  templateMismatch,
 } from '../../../src/bootstrap/csr.js';
 
 const openssl = (args: string[], input: string) => execFileSync('openssl', args, { input }).toString();
@@ -97,4 +103,31 @@ test.each([
   ['denied wins over a certificate', { conditions: [{ type: 'Denied' }], certificate: cert }, { state: 'denied', reason: '', message: '' }],
 ])('outcome: %s', (_name, status, expected) => {
   expect(csrOutcome({ metadata: { name: 'c' }, spec: { request: '', signerName: '', usages: [] }, ...(status ? { status } : {}) })).toEqual(expected);
+});
+
+describe('templateMismatch (client-go certSatisfiesTemplate)', () => {
+  const certificate = (subj: string, san?: string): X509Certificate => {
+    const dir = mkdtempSync(join(tmpdir(), 'nodelet-tpl-'));
+    try {
+      execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-subj', subj, '-days', '1',
+        ...(san ? ['-addext', `subjectAltName=${san}`] : []), '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')], { stdio: 'ignore' });
+      return new X509Certificate(readFileSync(join(dir, 'cert.pem')));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
+  const serving = servingCertificateTemplate('n1', { dnsNames: ['n1'], ipAddresses: ['192.0.2.10', '2001:db8::7'] });
+
+  test('the node\'s CN, organization, names and addresses (more are fine; IPv6 in any spelling) satisfy it', () => {
+    const cert = certificate('/O=system:nodes/O=extra/CN=system:node:n1', 'DNS:n1,DNS:other,IP:192.0.2.10,IP:2001:db8:0:0:0:0:0:7,IP:127.0.0.1');
+    expect(templateMismatch(cert, serving)).toBeUndefined();
+    expect(templateMismatch(certificate('/O=system:nodes/CN=system:node:n1'), clientCertificateTemplate('n1'))).toBeUndefined();
+  });
+
+  test('another CN, or a missing name, address or organization, does not', () => {
+    expect(templateMismatch(certificate('/CN=given-by-the-admin'), serving)).toBe('its CN (given-by-the-admin) does not match the requested CN (system:node:n1)');
+    expect(templateMismatch(certificate('/O=system:nodes/CN=system:node:n1', 'IP:192.0.2.10'), serving)).toBe('it is missing the requested DNS names n1');
+    expect(templateMismatch(certificate('/O=system:nodes/CN=system:node:n1', 'DNS:n1,IP:192.0.2.10'), serving)).toBe('it is missing the requested IP addresses 2001:db8::7');
+    expect(templateMismatch(certificate('/CN=system:node:n1'), clientCertificateTemplate('n1'))).toBe('it is missing the requested organizations system:nodes');
+  });
 });

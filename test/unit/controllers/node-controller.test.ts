@@ -128,7 +128,7 @@ const networkNotReady: RuntimeStatus = {
   ],
 };
 
-function setup(over: Partial<NodeControllerSettings> = {}, applyPodCIDR?: (cidr: string) => Promise<void>) {
+function setup(over: Partial<NodeControllerSettings> = {}, applyPodCIDR?: (cidr: string) => Promise<void>, nodeIP?: () => Promise<string>) {
   const clock = new VirtualClock();
   const api = new FakeNodes(clock);
   const runtime = {
@@ -168,6 +168,7 @@ function setup(over: Partial<NodeControllerSettings> = {}, applyPodCIDR?: (cidr:
     recordNodeEvent: (reason, message) => events.push(`${reason}: ${message}`),
     machineInfo: async () => machine,
     ...(applyPodCIDR ? { applyPodCIDR: (cidr: string) => applyPodCIDR(cidr) } : {}),
+    ...(nodeIP ? { nodeIP } : {}),
     log,
     clock,
   });
@@ -297,6 +298,58 @@ test('Node.spec.podCIDR set by a controller manager reconfigures the pod network
   expect(applied).toEqual(['10.244.7.0/24']);
   expect(s.controller.podCIDR).toBe('10.244.7.0/24');
   expect(writes(s.api.calls)).toEqual(['PATCH /api/v1/nodes/n1/status']);
+  await s.finish();
+});
+
+test("a network that waits for the podCIDR: NotReady with kubelet's message until then; the watched podCIDR is applied and reported Ready at once", async () => {
+  // As containerd with a conf_template: its network is not ready until the pod CIDR has been applied.
+  const s = setup({}, async () => {
+    s.runtime.current = runtimeReady;
+  });
+  s.runtime.current = networkNotReady;
+  await s.controller.whenRegistered();
+  await s.clock.advance(1_000);
+  expect(isNodeReady(s.api.node)).toBe(false);
+  expect(nodeConditions(s.api.node).find((c) => c.type === 'Ready')!.message).toBe(
+    'container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:cni plugin not initialized',
+  );
+  s.api.calls = [];
+  // The node IPAM controller sets the podCIDR; the Node watch sees it well before the next 10 s status period.
+  s.api.node!.spec = { podCIDR: '10.244.7.0/24' };
+  s.controller.nodeObserved(s.api.node!);
+  await s.clock.advance(0);
+  expect(s.controller.podCIDR).toBe('10.244.7.0/24');
+  expect(isNodeReady(s.api.node)).toBe(true);
+  expect(s.api.calls.map((c) => c.at)).toEqual(s.api.calls.map(() => s.api.calls[0]!.at));
+  expect(writes(s.api.calls)).toEqual(['PATCH /api/v1/nodes/n1/status']);
+  // Seen again (any later watch event), an applied podCIDR wakes nothing.
+  s.api.calls = [];
+  s.controller.nodeObserved(s.api.node!);
+  await s.clock.advance(0);
+  expect(s.api.calls).toEqual([]);
+  await s.finish();
+});
+
+test("the node's addresses are determined again at every status update: a new InternalIP is patched; none keeps the last", async () => {
+  let ip: string | Error = '192.0.2.10';
+  const s = setup({}, undefined, async () => {
+    if (ip instanceof Error) throw ip;
+    return ip;
+  });
+  await s.controller.whenRegistered();
+  expect(s.api.node?.status?.addresses).toEqual([{ type: 'InternalIP', address: '192.0.2.10' }, { type: 'Hostname', address: 'n1' }]);
+  await s.clock.advance(10_000);
+  ip = '192.0.2.11';
+  s.api.calls = [];
+  await s.clock.advance(10_000);
+  expect(writes(s.api.calls)).toEqual(['PATCH /api/v1/nodes/n1/status']);
+  expect(s.api.node?.status?.addresses).toEqual([{ type: 'InternalIP', address: '192.0.2.11' }, { type: 'Hostname', address: 'n1' }]);
+  // kubelet's setter error: the addresses are left as they are, and nothing is patched for it.
+  ip = new Error('failed to validate nodeIP: node IP: "192.0.2.11" not found in the host\'s network interfaces');
+  s.api.calls = [];
+  await s.clock.advance(30_000);
+  expect(writes(s.api.calls)).toEqual([]);
+  expect(s.api.node?.status?.addresses).toEqual([{ type: 'InternalIP', address: '192.0.2.11' }, { type: 'Hostname', address: 'n1' }]);
   await s.finish();
 });
 
