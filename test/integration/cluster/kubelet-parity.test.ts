@@ -157,7 +157,8 @@ await writeNodeletCniConf();
 const cluster: RealCluster = await startRealCluster({ agentArgs: ['--cni-conf-dir', nodeletConfDir, '--cni-bin-dir', `${nodeletCniBin},/usr/lib/cni,/opt/cni/bin`] });
 const { kubectl } = cluster;
 const cri = { kubelet: new CriClient(kubeletEndpoint), nodelet: new CriClient(criEndpoint) };
-const kubelet = new BenchKubelet(workDir, { placement, kubeconfig: await nodeCredentials(cluster.dir, kubeletNodeName), logFile: join(workDir, 'kubelet.log') });
+// kubelet with nodelet's node address: without --node-ip it would look its node name up in DNS at every status update.
+const kubelet = new BenchKubelet(workDir, { placement, kubeconfig: await nodeCredentials(cluster.dir, kubeletNodeName), nodeIP: cluster.nodeIP, logFile: join(workDir, 'kubelet.log') });
 
 async function restoreKubeletCni(): Promise<void> {
   await writeFile(kubeletConflist, originalKubeletConflist);
