@@ -61,6 +61,9 @@ case "$INSTANCE" in
     BRIDGE=nodelet-conf0
     NETWORKS=(nodelet-conformance nodelet-conformance-bridge)
     CNI_SOCKET=/run/nodelet/cni-conformance.sock
+    # nodelet garbage-collects the cached networks it made that no live sandbox of its runtime owns: with a cache of
+    # its own, the main instance's nodelet and this one never take each other's pods for garbage.
+    AGENT_CNI_CACHE=/var/lib/nodelet/cni-conformance
     # The agent's network before the Node has its podCIDR (nodelet then takes the podCIDR): none of the other
     # instances' subnets, nor the e2e control plane's cluster CIDR (test/conformance/run.ts).
     SUBNET=10.94.0.0/24
@@ -99,6 +102,8 @@ LOCKFILE=/run/nodelet/runtime$SUFFIX.lock
 IMAGES_DIR=/var/lib/nodelet/images
 NETNS_DIR=/var/run/netns
 CNI_DATA=/var/lib/cni
+# Where nodelet caches the results of the networks it attaches (its --cni-cache-dir).
+AGENT_CNI_CACHE=${AGENT_CNI_CACHE:-$CNI_DATA}
 # The agent's --spawn-helper default.
 SPAWN_HELPER=/opt/nodelet/bin/nodelet-spawn
 
@@ -351,8 +356,8 @@ ensure_cni_bin() {
   compile_c "$REPO/src/cni/shim/nodelet-cni.c" "$CNI_BIN/nodelet-cni" "CNI shim"
 
   local wrapper
-  wrapper=$(printf '#!/bin/sh\n# nodelet-cni-local: CNI DEL fallback the shim execs when the agent is unreachable (written by scripts/runtime.sh).\nexec %s %s "$@"' \
-    "$REPO/node_modules/.bin/node" "$REPO/dist/src/cni/local-del.js")
+  wrapper=$(printf '#!/bin/sh\n# nodelet-cni-local: CNI DEL fallback the shim execs when the agent is unreachable (written by scripts/runtime.sh).\n%sexec %s %s "$@"' \
+    "$([[ $AGENT_CNI_CACHE == "$CNI_DATA" ]] || echo "NODELET_CNI_CACHE_DIR=$AGENT_CNI_CACHE ")" "$REPO/node_modules/.bin/node" "$REPO/dist/src/cni/local-del.js")
   write_if_changed "$CNI_BIN/nodelet-cni-local" "$wrapper" || true
   chmod 755 "$CNI_BIN/nodelet-cni-local"
 }
@@ -829,7 +834,7 @@ remove_cni_state() {
   # libcni's result cache of the removed sandboxes: our networks plus the loopback network containerd adds itself.
   for net in "${NETWORKS[@]}" cni-loopback; do
     for id in "${REMOVED_IDS[@]}"; do
-      rm -f "$CNI_DATA/results/$net-$id-"*
+      rm -f "$CNI_DATA/results/$net-$id-"* "$AGENT_CNI_CACHE/results/$net-$id-"*
     done
   done
 }
