@@ -12,6 +12,7 @@ import type { Backoff } from '../decisions/backoff.js';
 import { lastExited, type ContainerToStart, type PodActions } from '../decisions/compute-actions.js';
 import { containerEnv } from './env.js';
 import { parseResolvConf, podDnsConfig } from './dns.js';
+import { etcHostsPath, managedHostsContent, mountsManagedHosts } from './etc-hosts.js';
 import { serviceEnvVarMap } from './service-env.js';
 import { isRestartableInitContainer } from '../decisions/init-containers.js';
 import type { EnsuredImage, ImageManager } from './images.js';
@@ -56,6 +57,9 @@ export interface SyncDeps {
   /** kubelet's started pods and containers counters; without it nothing is recorded. */
   metrics?: NodeMetrics;
 }
+
+/** The node's hosts file a host-network pod's /etc/hosts copies; a real one is a few lines. */
+const maxHostsFileBytes = 1 << 20;
 
 /** kubelet reads at most 10 MB of the resolver file; a real one is a few lines. */
 const maxResolvConfBytes = 1 << 20;
@@ -228,6 +232,11 @@ async function startContainer(
       ...(signal ? { signal } : {}),
     });
     const mounts = await deps.volumes.containerMounts(pod, spec, env, signal);
+    if (mountsManagedHosts(pod, spec, podIPs)) {
+      const nodeHosts = pod.spec?.hostNetwork ? await deps.files.readHead(etcHostsPath, maxHostsFileBytes) : '';
+      const content = managedHostsContent(pod, podIPs, deps.node.dns.clusterDomain, nodeHosts);
+      mounts.push({ containerPath: etcHostsPath, hostPath: await deps.volumes.etcHostsFile(pod.metadata!.uid!, content) });
+    }
     if (spec.terminationMessagePath) {
       // The process writes its termination message here; it is read back once the container exits.
       mounts.push({ containerPath: spec.terminationMessagePath, hostPath: await deps.volumes.terminationMessageFile(pod.metadata!.uid!, spec.name) });
