@@ -1,9 +1,10 @@
-// Runs one probe of a container: resolves its handler (port names, host, URL, command) and calls the exec, http or tcp prober.
+// Runs one probe of a container: resolves its handler (port names, host, URL, command) and calls the exec, http, tcp or grpc prober.
 import { isIP } from 'node:net';
 import type { IntOrString, V1Container, V1Probe } from '@kubernetes/client-node';
 import type { RuntimeService } from '../cri/types.js';
 import { expandVars } from '../core/env-expansion.js';
 import { execProbe } from './exec-probe.js';
+import { grpcProbe } from './grpc-probe.js';
 import { httpProbe } from './http-probe.js';
 import { ProbeError, type ProbeOutcome } from './outcome.js';
 import { probeSettings } from './probe-spec.js';
@@ -92,6 +93,11 @@ export async function runProbe(probe: V1Probe, ctx: ProbeRunContext): Promise<Pr
     const port = resolveContainerPort(probe.tcpSocket.port, ctx.container, `${field}.port`);
     const host = probeHost(probe.tcpSocket.host, ctx, `${field}.host`);
     return tcpProbe(host, port, timeoutSeconds * 1000, ctx.signal);
+  }
+  if (probe.grpc) {
+    // As kubelet: always the pod's IP (the handler has no host).
+    const field = `${ctx.field}.grpc`;
+    return grpcProbe(probeHost(undefined, ctx, field), probe.grpc.port, probe.grpc.service ?? '', timeoutSeconds, ctx.signal);
   }
   throw new ProbeError(`missing probe handler (${ctx.field})`, ctx.field);
 }
