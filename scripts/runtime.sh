@@ -620,10 +620,27 @@ iptables_files() {
   lib=$(ldd "${multi[0]}" | awk '$1 ~ /^libxtables\./ { print $3 }')
   [[ -n $lib ]] || die "cannot find libxtables of ${multi[0]}"
   xt=$(dirname "$(realpath "$lib")")/xtables
-  printf '%s\n' "${multi[@]}" "$xt"/*.so | while read -r f; do
+  with_libraries "${multi[@]}" "$xt"/*.so
+}
+
+# with_libraries FILE...: the files and the shared libraries they load (as ldd resolves them, the loader included),
+# once each: what an image needs to run a program of the host.
+with_libraries() {
+  local f
+  printf '%s\n' "$@" | while read -r f; do
     echo "$f"
     ldd "$f" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'
   done | sort -u
+}
+
+# copy_files ROOTFS FILE...: each file at its own path in the image (symlinks resolved).
+copy_files() {
+  local rootfs=$1 f
+  shift
+  for f in "$@"; do
+    mkdir -p "$rootfs$(dirname "$f")"
+    cp -L "$f" "$rootfs$f"
+  done
 }
 IPTABLES_COMMANDS=(iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore)
 
@@ -635,10 +652,7 @@ populate_kube_proxy() {
   chmod 1777 "$rootfs/tmp"
   install -m 755 "$KUBE_PROXY_BIN" "$rootfs/usr/local/bin/kube-proxy"
   # At the paths ldd names them (the loader's default directories), extensions where libxtables looks for them.
-  for f in "${IMAGE_FILES[@]}"; do
-    mkdir -p "$rootfs$(dirname "$f")"
-    cp -L "$f" "$rootfs$f"
-  done
+  copy_files "$rootfs" "${IMAGE_FILES[@]}"
   for cmd in "${IPTABLES_COMMANDS[@]}"; do
     ln -sf "$(basename "$(readlink -f "$(command -v "$cmd")")")" "$rootfs/usr/sbin/$cmd"
   done
@@ -685,13 +699,17 @@ cmd_addon_images() {
 
 # Kubernetes' e2e test images, as their Dockerfiles (k8s.io/kubernetes test/images/<name>) make them on top of the
 # project's busybox userland rather than upstream's Alpine/Debian bases: what the tests run of them is the Go program.
-# agnhost: /agnhost (and the agnhost-2 link the entrypoint tests use), /uploads, and the image-defined user and group
-# of the SupplementalGroups test.
+# agnhost: /agnhost (and the agnhost-2 link the entrypoint tests use), /uploads, porter's test certificate and key
+# (netexec --tls-cert-file /localhost.crt serves HTTPS with them), the image-defined user and group of the
+# SupplementalGroups test, and the host's curl with its libraries (upstream's image has Alpine's; the lifecycle hook
+# tests run `curl` in it).
 populate_agnhost() {
   local rootfs=$1
   populate_busybox "$rootfs"
+  copy_files "$rootfs" "${CURL_FILES[@]}"
   install -m 755 "$E2E_BIN/agnhost" "$rootfs/agnhost"
   ln -s agnhost "$rootfs/agnhost-2"
+  install -m 644 "$AGNHOST_SRC/porter/localhost.crt" "$AGNHOST_SRC/porter/localhost.key" "$rootfs/"
   mkdir -p "$rootfs/uploads"
   echo 'user-defined-in-image:x:1000:1000:Linux User,,,:/home/user-defined-in-image:/bin/sh' >>"$rootfs/etc/passwd"
   printf '%s\n' 'user-defined-in-image:x:1000:' 'group-defined-in-image:x:50000:user-defined-in-image' >>"$rootfs/etc/group"
@@ -721,6 +739,14 @@ cmd_e2e_images() {
   E2E_BIN=$(bash "$REPO/scripts/e2e-build.sh")
   kube_bin=$(bash "$REPO/scripts/kube-build.sh")
   ETCD_BIN=$kube_bin/etcd
+  ensure_debian_packages curl
+  mapfile -t CURL_FILES < <(with_libraries "$(command -v curl)")
+  # The agnhost source of the suite's version (its image's files beyond the program), in the module cache.
+  AGNHOST_SRC=$(
+    tag=runtime
+    . "$REPO/scripts/go-env.sh"
+    cd "$REPO/kube/e2e" && "$go" list -f '{{.Dir}}' k8s.io/kubernetes/test/images/agnhost
+  )
   # The names and tags the suite of this version asks for.
   mapfile -t images < <("$E2E_BIN/e2e.test" --list-images 2>/dev/null | sort -u)
   ((${#images[@]})) || die "$E2E_BIN/e2e.test --list-images printed no image"
@@ -729,7 +755,7 @@ cmd_e2e_images() {
     case $image in
       registry.k8s.io/e2e-test-images/agnhost:*)
         build_image "$image" populate_agnhost '{"Entrypoint":["/agnhost"],"Cmd":["pause"],"Env":["'"$IMAGE_PATH_ENV"'"],"WorkingDir":"/"}' \
-          /bin/busybox "$E2E_BIN/agnhost" ;;
+          /bin/busybox "$E2E_BIN/agnhost" "$AGNHOST_SRC/porter/localhost.crt" "$AGNHOST_SRC/porter/localhost.key" "${CURL_FILES[@]}" ;;
       registry.k8s.io/e2e-test-images/busybox:*)
         build_image "$image" populate_busybox "$busybox_cfg" /bin/busybox ;;
       registry.k8s.io/e2e-test-images/nonroot:*)
