@@ -38,6 +38,8 @@ export interface SyncDeps {
   hostIP: () => string;
   /** IPs the pod network gave a sandbox (primary first). */
   podIPs: (sandboxId: string) => string[];
+  /** The subnets the pod network allocates from now: the IPs of this node's pods. */
+  podSubnets: () => string[];
   images: ImageManager;
   crashBackoff: Backoff;
   node: NodeRuntimeSettings;
@@ -164,6 +166,7 @@ async function killContainer(
         containerId: id,
         podIPs: pod.spec?.hostNetwork ? [deps.hostIP()] : (state.sandboxes.find((s) => s.id === c.sandboxId)?.ips ?? []),
         hostIPs: [deps.hostIP()],
+        podSubnets: deps.podSubnets(),
         runtime: deps.runtime,
         timeoutSeconds: gracePeriodSeconds,
         clock: deps.clock,
@@ -276,6 +279,7 @@ async function startContainer(
         containerId,
         podIPs: pod.spec?.hostNetwork ? [deps.hostIP()] : deps.podIPs(sandboxId),
         hostIPs: [deps.hostIP()],
+        podSubnets: deps.podSubnets(),
         runtime: deps.runtime,
         timeoutSeconds: postStartTimeoutSeconds,
         clock: deps.clock,

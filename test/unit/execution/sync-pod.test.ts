@@ -470,3 +470,14 @@ describe("the containers' managed /etc/hosts", () => {
     expect(f.volumes.etcHosts.get(uid)).toBe('# Kubernetes-managed hosts file (host network).\n127.0.0.1\tlocalhost\n127.0.1.1\tnode-1\n');
   });
 });
+
+describe('a preStop httpGet hook aimed at another host', () => {
+  test("is refused without a connection when the host is neither this node's pods nor the host", async () => {
+    const { runLifecycleHook } = await import('../../../src/execution/lifecycle-hooks.js');
+    const refused = await runLifecycleHook('PreStop', { httpGet: { host: '10.1.0.7', port: 8080, path: '/echo' } }, {
+      pod: basePod(), container: { name: 'app' }, containerId: 'c1', podIPs: ['10.88.0.2'], hostIPs: ['192.0.2.2'], podSubnets: ['10.88.0.0/24'],
+      runtime: { execSync: () => Promise.reject(new Error('no exec')) }, timeoutSeconds: 1, clock: { sleep: () => Promise.resolve() },
+    }).catch((e: Error) => e.message);
+    expect(refused).toMatch(/host "10.1.0.7" is neither a pod of this node nor an address of this host; nodelet probes nothing else/);
+  });
+});

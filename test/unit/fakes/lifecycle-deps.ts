@@ -129,6 +129,7 @@ export function lifecycleFakes(): LifecycleFakes {
     runtime,
     hostIP: () => '192.168.1.10',
     podIPs: () => ['10.88.0.2'],
+    podSubnets: () => ['10.88.0.0/24'],
     images: new ImageManager(runtime, pullBackoff, () => clock.now(), events),
     crashBackoff,
     node: nodeSettings,
