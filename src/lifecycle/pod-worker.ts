@@ -82,6 +82,8 @@ export class PodWorker {
   readonly terminated = new Promise<void>((resolve) => (this.resolveTerminated = resolve));
   private readonly log: Logger;
   private warnedUnsupported = false;
+  /** Why the last sync refused to run the pod (unsupported, forbidden sysctls, past its deadline): the final status keeps it. */
+  private rejection: WaitingReason | undefined;
   /** The termination under way keeps the pod's runtime objects and logs (it ended and is not deleted). */
   private keepContent = false;
   /** The network was not ready at the last sync (logged once per wait). */
@@ -232,6 +234,7 @@ export class PodWorker {
     let nextWake = this.deps.resyncIntervalMs;
     // Synced again when the deadline comes, as kubelet's sync loop asks its activeDeadlineHandler every second.
     if (!deadline.exceeded && deadline.remainingMs !== undefined) nextWake = Math.min(nextWake, deadline.remainingMs);
+    this.rejection = rejection;
     if (rejection) {
       if (!this.warnedUnsupported) {
         this.log.warn({ reason: rejection.reason }, rejection.message);
@@ -335,7 +338,7 @@ export class PodWorker {
     const pod = this.pod;
     const onStatus = this.deps.onStatus;
     if (!pod || !onStatus) return undefined;
-    return async () => onStatus(pod, this.deriveStatus(pod, await this.deps.observer.observePod(this.uid, signal)), true);
+    return async () => onStatus(pod, this.deriveStatus(pod, await this.deps.observer.observePod(this.uid, signal), this.rejection), true);
   }
 
   private setStatus(status: V1PodStatus): void {

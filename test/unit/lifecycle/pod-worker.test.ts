@@ -87,6 +87,11 @@ describe('syncing', () => {
     const status = t.worker.apiPod()?.status;
     expect([status?.phase, status?.reason, status?.message]).toEqual(['Failed', 'DeadlineExceeded', 'Pod was active on the node longer than the specified deadline']);
     expect(t.f.events.reasons()).toContain('DeadlineExceeded');
+    // The Failed status stops the pod (pod config: an ended API pod); its final status keeps the reason.
+    t.worker.terminate(undefined, true);
+    await t.idle();
+    const final = t.f.statuses.at(-1)!;
+    expect([final.final, final.status.phase, final.status.reason]).toEqual([true, 'Failed', 'DeadlineExceeded']);
   });
 
   test('a failed step is retried after errorRetryMs on the clock', async () => {
