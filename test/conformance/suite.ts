@@ -98,10 +98,12 @@ export interface Summary {
 export function firstErrorLine(text: string | undefined): string {
   const lines = (text ?? '').split('\n').map((l) => l.trim()).filter((l) => l !== '');
   const first = lines[0] ?? '';
-  if (!/^Timed out after|^The function passed to|failed after/.test(first)) return first;
+  if (!/^Timed out after|failed after/.test(first)) return first;
   const status = lines.find((l) => l.startsWith('message: '));
-  const announced = lines.findIndex((l) => /error:$/.test(l));
-  const detail = status?.slice('message: '.length) ?? (announced >= 0 ? lines[announced + 1] : undefined);
+  // The line that says what was expected, or announces the error: the first after it that is not a Go type's dump.
+  const announced = lines.findIndex((l, i) => i > 0 && (/error:$/.test(l) || /^expected .*got instead:$/i.test(l)));
+  const after = announced >= 0 ? lines.slice(announced + 1).find((l) => !l.startsWith('<')) : undefined;
+  const detail = status?.slice('message: '.length) ?? (announced >= 0 && /got instead:$/.test(lines[announced]!) ? lines[announced] : after) ?? lines[1];
   return detail ? `${first} ${detail}` : first;
 }
 

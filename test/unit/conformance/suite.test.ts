@@ -58,6 +58,11 @@ test("a failure's first line, with the error an Eventually timed out on", () => 
   expect(firstErrorLine('\n  expected pod to be running\nmore')).toBe('expected pod to be running');
   expect(firstErrorLine(apiStatusTimeout)).toBe('Timed out after 60.000s. the server has asked for the client to provide credentials (get pods client-containers-1322d0e6)');
   expect(firstErrorLine('Timed out after 5.000s.\nThe function passed to Eventually returned the following error:\n    pod is Pending')).toBe('Timed out after 5.000s. pod is Pending');
+  expect(firstErrorLine('Timed out after 300.000s.\nThe matcher passed to Eventually returned the following error:\n    <*errors.errorString | 0x1afe>: \n' +
+    '    Expected pod "p" to be terminated with reason "DeadlineExceeded", got reason: ""\n    {\n')).toBe(
+    'Timed out after 300.000s. Expected pod "p" to be terminated with reason "DeadlineExceeded", got reason: ""');
+  expect(firstErrorLine('Timed out after 60.001s.\nexpected pod to be container debugger running, got instead:\n    <*v1.Pod | 0x46d8>: \n        metadata:\n'))
+    .toBe('Timed out after 60.001s. expected pod to be container debugger running, got instead:');
   expect(firstErrorLine(undefined)).toBe('');
 });
 
