@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # runtime.sh: the runtime rig — installs, configures, starts and tears down nodelet's own containerd, its CNI bin dir and local images.
 #
-# Usage: bash scripts/runtime.sh up | down [--purge] | addon-images
+# Usage: bash scripts/runtime.sh up | down [--purge] | addon-images | e2e-images
+#   e2e-images:   builds (scripts/e2e-build.sh) and imports the images of Kubernetes' e2e suite that can be made here,
+#                 under their upstream names (see README "Conformance"). Needs the instance's containerd up.
 #   addon-images: builds (scripts/kube-build.sh, scripts/addons-build.sh) and imports the images of the cluster addons
 #                 under their upstream names: registry.k8s.io/kube-proxy:<k8s version> and
 #                 registry.k8s.io/coredns/coredns:<version>. Needs the instance's containerd up.
@@ -10,6 +12,9 @@
 #                                  CNI conflist is a plain reference chain (bridge + host-local + portmap) containerd runs itself.
 #   NODELET_RUNTIME_INSTANCE=kubelet  a third one, the same as the floor's on its own bridge and pod subnet, for the real
 #                                  kubelet the benchmark runs as nodelet's peer.
+#   NODELET_RUNTIME_INSTANCE=conformance  the node of `npm run conformance`: the shim conflist like main's with a socket,
+#                                  bridge and networks of its own (nodelet's own network in net.d-agent/), and every
+#                                  registry sent to loopback (certs.d/_default/hosts.toml): nothing is pulled from outside.
 #   NODELET_CGROUP_DRIVER=cgroupfs (default) | systemd  the cgroup driver runc uses (SystemdCgroup); nodelet's
 #                                  cgroupDriver must match it.
 # Where systemd is PID 1 and the unit nodelet-containerd[-INSTANCE].service exists (vagrant/provision.sh installs it),
@@ -30,6 +35,7 @@ case "$INSTANCE" in
     # Network names whose host-side state (host-local reservations, iptables rules, result cache) belongs to this
     # instance: the shim conflist containerd runs, and the agent's own bridge network behind the shim.
     NETWORKS=(nodelet nodelet-bridge)
+    CNI_SOCKET=/run/nodelet/cni.sock
     ;;
   floor)
     SUFFIX="-floor"
@@ -47,8 +53,23 @@ case "$INSTANCE" in
     # plane's 10.96.0.0/16 and 10.244.0.0/16.
     SUBNET=10.95.0.0/24
     ;;
+  conformance)
+    # The node of `npm run conformance` (Kubernetes' e2e suite): nodelet behind the CNI shim as on the main instance,
+    # with a socket, bridge and networks of its own, so a long run never meets the integration tests' pods.
+    SUFFIX="-conformance"
+    CNI_BIN=/opt/nodelet/cni-conformance/bin
+    BRIDGE=nodelet-conf0
+    NETWORKS=(nodelet-conformance nodelet-conformance-bridge)
+    CNI_SOCKET=/run/nodelet/cni-conformance.sock
+    # nodelet garbage-collects the cached networks it made that no live sandbox of its runtime owns: with a cache of
+    # its own, the main instance's nodelet and this one never take each other's pods for garbage.
+    AGENT_CNI_CACHE=/var/lib/nodelet/cni-conformance
+    # The agent's network before the Node has its podCIDR (nodelet then takes the podCIDR): none of the other
+    # instances' subnets, nor the e2e control plane's cluster CIDR (test/conformance/run.ts).
+    SUBNET=10.94.0.0/24
+    ;;
   *)
-    echo "runtime: unknown NODELET_RUNTIME_INSTANCE '$INSTANCE' (expected main, floor or kubelet)" >&2
+    echo "runtime: unknown NODELET_RUNTIME_INSTANCE '$INSTANCE' (expected main, floor, kubelet or conformance)" >&2
     exit 2
     ;;
 esac
@@ -67,6 +88,8 @@ UNIT=nodelet-containerd$SUFFIX.service
 CONF_DIR=/etc/nodelet/containerd$SUFFIX
 CONFIG=$CONF_DIR/config.toml
 NET_DIR=$CONF_DIR/net.d
+# The conformance instance's agent network (nodelet's --cni-conf-dir).
+AGENT_NET_DIR=$CONF_DIR/net.d-agent
 # containerd's registry host configuration (a <host:port>/hosts.toml per registry), as a node trusting a private
 # registry's CA is set up; the tests write theirs here.
 CERTS_DIR=$CONF_DIR/certs.d
@@ -79,6 +102,8 @@ LOCKFILE=/run/nodelet/runtime$SUFFIX.lock
 IMAGES_DIR=/var/lib/nodelet/images
 NETNS_DIR=/var/run/netns
 CNI_DATA=/var/lib/cni
+# Where nodelet caches the results of the networks it attaches (its --cni-cache-dir).
+AGENT_CNI_CACHE=${AGENT_CNI_CACHE:-$CNI_DATA}
 # The agent's --spawn-helper default.
 SPAWN_HELPER=/opt/nodelet/bin/nodelet-spawn
 
@@ -91,6 +116,8 @@ IMAGE_PATH_ENV=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 PACKAGES=(containerd runc containernetworking-plugins busybox-static iptables iproute2 gcc libc6-dev openssl ca-certificates procps)
 
 if [[ $INSTANCE == main ]]; then TAG="runtime"; else TAG="runtime($INSTANCE)"; fi
+# The instances whose containerd hands networking to a nodelet agent through the CNI shim.
+has_agent() { [[ $INSTANCE == main || $INSTANCE == conformance ]]; }
 log() { printf '%s: %s\n' "$TAG" "$*" >&2; }
 die() {
   log "ERROR: $*"
@@ -233,26 +260,28 @@ disabled_plugins = [
 EOF
 }
 
+# containerd's network on the instances with an agent: the shim, which hands each ADD/DEL to the agent's socket.
 shim_conflist() {
-  cat <<'EOF'
-{"cniVersion":"1.0.0","name":"nodelet","plugins":[{"type":"nodelet-cni","agentSocket":"/run/nodelet/cni.sock","localExec":"/opt/nodelet/cni/bin/nodelet-cni-local","capabilities":{"portMappings":true}}]}
-EOF
+  printf '{"cniVersion":"1.0.0","name":"%s","plugins":[{"type":"nodelet-cni","agentSocket":"%s","localExec":"%s","capabilities":{"portMappings":true}}]}\n' \
+    "${NETWORKS[0]}" "$CNI_SOCKET" "$CNI_BIN/nodelet-cni-local"
 }
 
 # The floor and kubelet instances: containerd drives the reference plugins directly. With isGateway the bridge gets the
 # subnet's .1, so host->pod traffic stays on the bridge (no forwarding needed); the bridge plugin itself turns on
 # net.ipv4.ip_forward for isGateway.
+# reference_conflist NAME [HAIRPIN_LINE]
 reference_conflist() {
   cat <<EOF
 {
   "cniVersion": "1.0.0",
-  "name": "${NETWORKS[0]}",
+  "name": "$1",
   "plugins": [
     {
       "type": "bridge",
       "bridge": "$BRIDGE",
       "isGateway": true,
-      "ipMasq": false,
+      "ipMasq": false,${2:+
+      $2}
       "ipam": {
         "type": "host-local",
         "ranges": [[{ "subnet": "$SUBNET" }]],
@@ -274,9 +303,21 @@ write_configs() {
   if [[ $INSTANCE == main ]]; then
     name=10-nodelet.conflist
     content=$(shim_conflist)
+  elif has_agent; then
+    name=10-${NETWORKS[0]}.conflist
+    content=$(shim_conflist)
+    # The agent's own network (its --cni-conf-dir), as cni-conf/ is the main instance's.
+    mkdir -p "$AGENT_NET_DIR"
+    find "$AGENT_NET_DIR" -mindepth 1 -maxdepth 1 ! -name "10-${NETWORKS[1]}.conflist" -exec rm -rf {} +
+    write_if_changed "$AGENT_NET_DIR/10-${NETWORKS[1]}.conflist" "$(reference_conflist "${NETWORKS[1]}" '"hairpinMode": true,')" || true
+    # Nothing is pulled from outside this machine: every registry without a host configuration of its own goes to
+    # loopback port 9, where nothing listens, so a pull fails at once (containerd >= 1.6.10 reads _default).
+    write_if_changed "$CERTS_DIR/_default/hosts.toml" "$(printf '%s\n' \
+      '# written by nodelet scripts/runtime.sh: every registry is sent to loopback, nothing is pulled from outside' \
+      'server = "http://127.0.0.1:9"' '' '[host."http://127.0.0.1:9"]' '  capabilities = ["pull", "resolve"]')" || true
   else
     name=10-${NETWORKS[0]}.conflist
-    content=$(reference_conflist)
+    content=$(reference_conflist "${NETWORKS[0]}")
   fi
   # containerd uses the first conflist in conf_dir: keep exactly ours there.
   find "$NET_DIR" -mindepth 1 -maxdepth 1 ! -name "$name" -exec rm -rf {} +
@@ -310,13 +351,13 @@ ensure_cni_bin() {
   done
   # Drop symlinks left dangling by a plugin package change.
   find "$CNI_BIN" -maxdepth 1 -xtype l -delete
-  [[ $INSTANCE == main ]] || return 0
+  has_agent || return 0
 
   compile_c "$REPO/src/cni/shim/nodelet-cni.c" "$CNI_BIN/nodelet-cni" "CNI shim"
 
   local wrapper
-  wrapper=$(printf '#!/bin/sh\n# nodelet-cni-local: CNI DEL fallback the shim execs when the agent is unreachable (written by scripts/runtime.sh).\nexec %s %s "$@"' \
-    "$REPO/node_modules/.bin/node" "$REPO/dist/src/cni/local-del.js")
+  wrapper=$(printf '#!/bin/sh\n# nodelet-cni-local: CNI DEL fallback the shim execs when the agent is unreachable (written by scripts/runtime.sh).\n%sexec %s %s "$@"' \
+    "$([[ $AGENT_CNI_CACHE == "$CNI_DATA" ]] || echo "NODELET_CNI_CACHE_DIR=$AGENT_CNI_CACHE ")" "$REPO/node_modules/.bin/node" "$REPO/dist/src/cni/local-del.js")
   write_if_changed "$CNI_BIN/nodelet-cni-local" "$wrapper" || true
   chmod 755 "$CNI_BIN/nodelet-cni-local"
 }
@@ -579,10 +620,27 @@ iptables_files() {
   lib=$(ldd "${multi[0]}" | awk '$1 ~ /^libxtables\./ { print $3 }')
   [[ -n $lib ]] || die "cannot find libxtables of ${multi[0]}"
   xt=$(dirname "$(realpath "$lib")")/xtables
-  printf '%s\n' "${multi[@]}" "$xt"/*.so | while read -r f; do
+  with_libraries "${multi[@]}" "$xt"/*.so
+}
+
+# with_libraries FILE...: the files and the shared libraries they load (as ldd resolves them, the loader included),
+# once each: what an image needs to run a program of the host.
+with_libraries() {
+  local f
+  printf '%s\n' "$@" | while read -r f; do
     echo "$f"
     ldd "$f" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'
   done | sort -u
+}
+
+# copy_files ROOTFS FILE...: each file at its own path in the image (symlinks resolved).
+copy_files() {
+  local rootfs=$1 f
+  shift
+  for f in "$@"; do
+    mkdir -p "$rootfs$(dirname "$f")"
+    cp -L "$f" "$rootfs$f"
+  done
 }
 IPTABLES_COMMANDS=(iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore)
 
@@ -594,10 +652,7 @@ populate_kube_proxy() {
   chmod 1777 "$rootfs/tmp"
   install -m 755 "$KUBE_PROXY_BIN" "$rootfs/usr/local/bin/kube-proxy"
   # At the paths ldd names them (the loader's default directories), extensions where libxtables looks for them.
-  for f in "${IMAGE_FILES[@]}"; do
-    mkdir -p "$rootfs$(dirname "$f")"
-    cp -L "$f" "$rootfs$f"
-  done
+  copy_files "$rootfs" "${IMAGE_FILES[@]}"
   for cmd in "${IPTABLES_COMMANDS[@]}"; do
     ln -sf "$(basename "$(readlink -f "$(command -v "$cmd")")")" "$rootfs/usr/sbin/$cmd"
   done
@@ -642,6 +697,84 @@ cmd_addon_images() {
   done < <(bash "$REPO/scripts/addons-build.sh")
 }
 
+# Kubernetes' e2e test images, as their Dockerfiles (k8s.io/kubernetes test/images/<name>) make them on top of the
+# project's busybox userland rather than upstream's Alpine/Debian bases: what the tests run of them is the Go program.
+# agnhost: /agnhost (and the agnhost-2 link the entrypoint tests use), /uploads, porter's test certificate and key
+# (netexec --tls-cert-file /localhost.crt serves HTTPS with them), the image-defined user and group of the
+# SupplementalGroups test, and the host's curl with its libraries (upstream's image has Alpine's; the lifecycle hook
+# tests run `curl` in it).
+populate_agnhost() {
+  local rootfs=$1
+  populate_busybox "$rootfs"
+  copy_files "$rootfs" "${CURL_FILES[@]}"
+  install -m 755 "$E2E_BIN/agnhost" "$rootfs/agnhost"
+  ln -s agnhost "$rootfs/agnhost-2"
+  install -m 644 "$AGNHOST_SRC/porter/localhost.crt" "$AGNHOST_SRC/porter/localhost.key" "$rootfs/"
+  mkdir -p "$rootfs/uploads"
+  echo 'user-defined-in-image:x:1000:1000:Linux User,,,:/home/user-defined-in-image:/bin/sh' >>"$rootfs/etc/passwd"
+  printf '%s\n' 'user-defined-in-image:x:1000:' 'group-defined-in-image:x:50000:user-defined-in-image' >>"$rootfs/etc/group"
+}
+
+# nonewprivs: nnp, setuid root, prints the effective uid it gets.
+populate_nonewprivs() {
+  local rootfs=$1
+  populate_busybox "$rootfs"
+  mkdir -p "$rootfs/usr/local/bin"
+  install -m 4755 "$E2E_BIN/nnp" "$rootfs/usr/local/bin/nnp"
+}
+
+# etcd: the etcd scripts/kube-build.sh builds (kubeadm's version, not the image tag's 3.5.16) at upstream's path.
+populate_etcd() {
+  local rootfs=$1
+  populate_busybox "$rootfs"
+  mkdir -p "$rootfs/usr/local/bin"
+  install -m 755 "$ETCD_BIN" "$rootfs/usr/local/bin/etcd"
+}
+
+cmd_e2e_images() {
+  take_lock
+  socket_answers || die "containerd ($INSTANCE) does not answer on $SOCK: run 'bash scripts/runtime.sh up' first"
+  choose_snapshotter
+  local kube_bin image images=() built=()
+  E2E_BIN=$(bash "$REPO/scripts/e2e-build.sh")
+  kube_bin=$(bash "$REPO/scripts/kube-build.sh")
+  ETCD_BIN=$kube_bin/etcd
+  ensure_debian_packages curl
+  mapfile -t CURL_FILES < <(with_libraries "$(command -v curl)")
+  # The agnhost source of the suite's version (its image's files beyond the program), in the module cache.
+  AGNHOST_SRC=$(
+    tag=runtime
+    . "$REPO/scripts/go-env.sh"
+    cd "$REPO/kube/e2e" && "$go" list -f '{{.Dir}}' k8s.io/kubernetes/test/images/agnhost
+  )
+  # The names and tags the suite of this version asks for.
+  mapfile -t images < <("$E2E_BIN/e2e.test" --list-images 2>/dev/null | sort -u)
+  ((${#images[@]})) || die "$E2E_BIN/e2e.test --list-images printed no image"
+  local busybox_cfg='{"Cmd":["sh"],"Env":["'"$IMAGE_PATH_ENV"'"],"WorkingDir":"/"}'
+  for image in "${images[@]}"; do
+    case $image in
+      registry.k8s.io/e2e-test-images/agnhost:*)
+        build_image "$image" populate_agnhost '{"Entrypoint":["/agnhost"],"Cmd":["pause"],"Env":["'"$IMAGE_PATH_ENV"'"],"WorkingDir":"/"}' \
+          /bin/busybox "$E2E_BIN/agnhost" "$AGNHOST_SRC/porter/localhost.crt" "$AGNHOST_SRC/porter/localhost.key" "${CURL_FILES[@]}" ;;
+      registry.k8s.io/e2e-test-images/busybox:*)
+        build_image "$image" populate_busybox "$busybox_cfg" /bin/busybox ;;
+      registry.k8s.io/e2e-test-images/nonroot:*)
+        build_image "$image" populate_busybox '{"User":"1234","Cmd":["sh"],"Env":["'"$IMAGE_PATH_ENV"'"],"WorkingDir":"/"}' /bin/busybox ;;
+      registry.k8s.io/e2e-test-images/nonewprivs:*)
+        build_image "$image" populate_nonewprivs '{"Cmd":["nnp"],"Env":["'"$IMAGE_PATH_ENV"'"],"WorkingDir":"/"}' /bin/busybox "$E2E_BIN/nnp" ;;
+      registry.k8s.io/pause:*)
+        build_image "$image" populate_pause '{"Entrypoint":["/pause"],"Env":["'"$IMAGE_PATH_ENV"'"],"WorkingDir":"/"}' "$REPO/images/pause/pause.c" ;;
+      registry.k8s.io/etcd:*)
+        build_image "$image" populate_etcd "$busybox_cfg" /bin/busybox "$ETCD_BIN" ;;
+      *) continue ;;
+    esac
+    import_image "$image" || true
+    built+=("$image")
+  done
+  log "${#built[@]} of the suite's ${#images[@]} images are here; the others cannot be built on this machine (README \"Conformance\")"
+  printf '%s\n' "${built[@]}"
+}
+
 cmd_up() {
   local t0=$SECONDS
   take_lock
@@ -650,7 +783,7 @@ cmd_up() {
   write_configs
   ensure_cni_bin
   # The agent starts CNI plugins through this helper (see its source for why); the floor has no agent.
-  if [[ $INSTANCE == main ]]; then compile_c "$REPO/src/host/spawn-helper/nodelet-spawn.c" "$SPAWN_HELPER" "process spawn helper"; fi
+  if has_agent; then compile_c "$REPO/src/host/spawn-helper/nodelet-spawn.c" "$SPAWN_HELPER" "process spawn helper"; fi
   start_containerd
   check_cri_plugin
   ensure_images
@@ -727,7 +860,7 @@ remove_cni_state() {
   # libcni's result cache of the removed sandboxes: our networks plus the loopback network containerd adds itself.
   for net in "${NETWORKS[@]}" cni-loopback; do
     for id in "${REMOVED_IDS[@]}"; do
-      rm -f "$CNI_DATA/results/$net-$id-"*
+      rm -f "$CNI_DATA/results/$net-$id-"* "$AGENT_CNI_CACHE/results/$net-$id-"*
     done
   done
 }
@@ -834,8 +967,9 @@ case "${1:-}" in
   up) cmd_up ;;
   down) cmd_down "${2:-}" ;;
   addon-images) cmd_addon_images ;;
+  e2e-images) cmd_e2e_images ;;
   *)
-    echo "usage: [NODELET_RUNTIME_INSTANCE=main|floor|kubelet] bash scripts/runtime.sh up | down [--purge] | addon-images" >&2
+    echo "usage: [NODELET_RUNTIME_INSTANCE=main|floor|kubelet|conformance] bash scripts/runtime.sh up | down [--purge] | addon-images | e2e-images" >&2
     exit 2
     ;;
 esac

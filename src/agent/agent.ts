@@ -203,6 +203,7 @@ export class Agent {
       observer,
       hostIP: () => nodeIP,
       podIPs: (sandboxId) => podNetwork.podIPs(sandboxId) ?? [],
+      podSubnets: () => (podNetwork.main ? hostLocalSubnets(podNetwork.main) : []),
       runtimeName: () => runtimeName,
       resyncIntervalMs: config.syncFrequencyMs,
       errorRetryMs: workerErrorRetryMs,
@@ -217,7 +218,8 @@ export class Agent {
         return condition ? networkNotReadyError(condition) : undefined;
       },
       events,
-      prober: new ProbeManager({ runtime, hostIP: () => nodeIP, hostIPs: cachedHostIPs(nodeIP, clock), log, events, clock, metrics }),
+      prober: new ProbeManager({ runtime, hostIP: () => nodeIP, hostIPs: cachedHostIPs(nodeIP, clock), podSubnets: () => (podNetwork.main ? hostLocalSubnets(podNetwork.main) : []),
+        log, events, clock, metrics }),
     });
     // One pod config in both modes merges the sources' pods and hands them to the workers. Cluster mode adds node
     // admission, the status manager and mirror pods; standalone admits every static pod, as before: a pod nodelet

@@ -31,11 +31,10 @@ export function unsupportedPodFields(pod: V1Pod, opts: { apiServer: boolean } = 
   const lists = [['spec.initContainers', spec?.initContainers ?? []], ['spec.containers', spec?.containers ?? []]] as const;
   for (const [path, list] of lists) {
     list.forEach((c, i) => {
-      // The prober runs exec, httpGet and tcpSocket probes of regular containers and sidecars (not gRPC);
-      // a plain init container runs to completion and cannot be probed.
+      // The prober runs the probes of regular containers and sidecars; a plain init container runs to completion and
+      // cannot be probed.
       for (const probe of ['livenessProbe', 'readinessProbe', 'startupProbe'] as const) {
         if (path === 'spec.initContainers' && c.restartPolicy !== 'Always' && c[probe]) fields.push(`${path}[${i}].${probe}`);
-        else if (c[probe]?.grpc) fields.push(`${path}[${i}].${probe}.grpc`);
       }
     });
   }

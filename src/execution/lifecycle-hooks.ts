@@ -17,6 +17,8 @@ export interface HookContext {
   containerId: string;
   podIPs: string[];
   hostIPs: string[];
+  /** The node's pod network subnets: an httpGet or tcpSocket hook may name another pod of this node as its host. */
+  podSubnets: string[];
   runtime: Pick<RuntimeService, 'execSync'>;
   /** How long the hook may take. */
   timeoutSeconds: number;
@@ -49,6 +51,7 @@ export async function runLifecycleHook(hook: HookName, handler: V1LifecycleHandl
         field: `lifecycle.${hook === 'PostStart' ? 'postStart' : 'preStop'}`,
         podIPs: ctx.podIPs,
         hostIPs: ctx.hostIPs,
+        podSubnets: ctx.podSubnets,
         runtime: ctx.runtime,
         ...(ctx.signal ? { signal: ctx.signal } : {}),
       },

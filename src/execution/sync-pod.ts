@@ -12,6 +12,7 @@ import type { Backoff } from '../decisions/backoff.js';
 import { lastExited, type ContainerToStart, type PodActions } from '../decisions/compute-actions.js';
 import { containerEnv } from './env.js';
 import { parseResolvConf, podDnsConfig } from './dns.js';
+import { etcHostsPath, managedHostsContent, mountsManagedHosts } from './etc-hosts.js';
 import { serviceEnvVarMap } from './service-env.js';
 import { isRestartableInitContainer } from '../decisions/init-containers.js';
 import type { EnsuredImage, ImageManager } from './images.js';
@@ -38,6 +39,8 @@ export interface SyncDeps {
   hostIP: () => string;
   /** IPs the pod network gave a sandbox (primary first). */
   podIPs: (sandboxId: string) => string[];
+  /** The subnets the pod network allocates from now: the IPs of this node's pods. */
+  podSubnets: () => string[];
   images: ImageManager;
   crashBackoff: Backoff;
   node: NodeRuntimeSettings;
@@ -57,6 +60,9 @@ export interface SyncDeps {
   /** kubelet's started pods and containers counters; without it nothing is recorded. */
   metrics?: NodeMetrics;
 }
+
+/** The node's hosts file a host-network pod's /etc/hosts copies; a real one is a few lines. */
+const maxHostsFileBytes = 1 << 20;
 
 /** kubelet reads at most 10 MB of the resolver file; a real one is a few lines. */
 const maxResolvConfBytes = 1 << 20;
@@ -161,6 +167,7 @@ async function killContainer(
         containerId: id,
         podIPs: pod.spec?.hostNetwork ? [deps.hostIP()] : (state.sandboxes.find((s) => s.id === c.sandboxId)?.ips ?? []),
         hostIPs: [deps.hostIP()],
+        podSubnets: deps.podSubnets(),
         runtime: deps.runtime,
         timeoutSeconds: gracePeriodSeconds,
         clock: deps.clock,
@@ -233,6 +240,11 @@ async function startContainer(
       ...(signal ? { signal } : {}),
     });
     const mounts = await deps.volumes.containerMounts(pod, spec, env, signal);
+    if (mountsManagedHosts(pod, spec, podIPs)) {
+      const nodeHosts = pod.spec?.hostNetwork ? await deps.files.readHead(etcHostsPath, maxHostsFileBytes) : '';
+      const content = managedHostsContent(pod, podIPs, deps.node.dns.clusterDomain, nodeHosts);
+      mounts.push({ containerPath: etcHostsPath, hostPath: await deps.volumes.etcHostsFile(pod.metadata!.uid!, content) });
+    }
     if (spec.terminationMessagePath) {
       // The process writes its termination message here; it is read back once the container exits.
       mounts.push({ containerPath: spec.terminationMessagePath, hostPath: await deps.volumes.terminationMessageFile(pod.metadata!.uid!, spec.name) });
@@ -277,6 +289,7 @@ async function startContainer(
         containerId,
         podIPs: pod.spec?.hostNetwork ? [deps.hostIP()] : deps.podIPs(sandboxId),
         hostIPs: [deps.hostIP()],
+        podSubnets: deps.podSubnets(),
         runtime: deps.runtime,
         timeoutSeconds: postStartTimeoutSeconds,
         clock: deps.clock,

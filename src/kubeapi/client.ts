@@ -100,9 +100,18 @@ function errorFromResponse(code: number, body: string, what: string): ApiError {
   return new ApiError(code, reason, message, status);
 }
 
+/** Connections of one client: kubelet speaks HTTP/2, where no number of watches holds up a request; over HTTP/1.1 each open watch holds a socket. */
+interface Agents {
+  /** Requests, at most 16 connections at once. */
+  requests: HttpAgent;
+  /** Watches, one connection each and no limit: watches of configMaps and secrets (one per object pods reference) must never starve the node's lease and status updates. */
+  watches: HttpAgent;
+}
+type AgentKind = keyof Agents;
+
 export class KubeClient {
-  private agent: HttpAgent;
-  /** The pair the agent's connections present, when it comes from a ClientCertificateSource. */
+  private agents: Agents;
+  /** The pair the agents' connections present, when it comes from a ClientCertificateSource. */
   private pair?: { cert: Buffer; key: Buffer };
   private readonly limiter: TokenBucket;
   private readonly timeoutMs: number;
@@ -114,7 +123,7 @@ export class KubeClient {
     opts: KubeClientOptions = {},
   ) {
     this.pair = opts.clientCertificate?.current();
-    this.agent = this.newAgent();
+    this.agents = this.newAgents();
     this.limiter = new TokenBucket(opts.qps ?? 50, opts.burst ?? 100);
     this.timeoutMs = opts.timeoutMs ?? 10_000;
     this.userAgent = opts.userAgent ?? 'nodelet';
@@ -123,11 +132,15 @@ export class KubeClient {
 
   private readonly certificates: ClientCertificateSource | undefined;
 
-  private newAgent(): HttpAgent {
+  private newAgents(): Agents {
+    return { requests: this.newAgent(16), watches: this.newAgent(Infinity) };
+  }
+
+  private newAgent(maxSockets: number): HttpAgent {
     const { conn, pair } = this;
     const cert = pair?.cert ?? conn.cert;
     const key = pair?.key ?? conn.key;
-    const agentOptions = { keepAlive: true, maxSockets: 16 };
+    const agentOptions = { keepAlive: true, maxSockets };
     return conn.server.protocol === 'https:'
       ? new HttpsAgent({
           ...agentOptions,
@@ -141,15 +154,16 @@ export class KubeClient {
   }
 
   /** A rotated client certificate: as kubelet's transport does, close every connection of the old one (watches reconnect). */
-  private currentAgent(): HttpAgent {
+  private currentAgent(kind: AgentKind): HttpAgent {
     const next = this.certificates?.current();
     if (next && this.pair && (!next.cert.equals(this.pair.cert) || !next.key.equals(this.pair.key))) {
-      const old = this.agent;
+      const old = this.agents;
       this.pair = next;
-      this.agent = this.newAgent();
-      old.destroy();
+      this.agents = this.newAgents();
+      old.requests.destroy();
+      old.watches.destroy();
     }
-    return this.agent;
+    return this.agents[kind];
   }
 
   /** The API server's URL, for logs. */
@@ -168,7 +182,7 @@ export class KubeClient {
     const signal = req.signal ? AbortSignal.any([req.signal, AbortSignal.timeout(timeoutMs)]) : AbortSignal.timeout(timeoutMs);
     await this.limiter.take(signal);
     const what = `${req.method} ${req.path}`;
-    const res = await this.send(req.method, req.path, req.query, req.body, req.contentType, signal, what);
+    const res = await this.send('requests', req.method, req.path, req.query, req.body, req.contentType, signal, what);
     const body = await readBody(res, signal, what);
     const code = res.statusCode ?? 0;
     if (code < 200 || code >= 300) throw errorFromResponse(code, body, what);
@@ -191,7 +205,7 @@ export class KubeClient {
     };
     armIdle();
     try {
-      const res = await this.send('GET', req.path, { ...req.query, watch: 'true' }, undefined, undefined, signal, what);
+      const res = await this.send('watches', 'GET', req.path, { ...req.query, watch: 'true' }, undefined, undefined, signal, what);
       const code = res.statusCode ?? 0;
       if (code !== 200) throw errorFromResponse(code, await readBody(res, signal, what), what);
       let buffered = '';
@@ -225,10 +239,12 @@ export class KubeClient {
 
   /** Closes idle connections (the agent is stopping). */
   close(): void {
-    this.agent.destroy();
+    this.agents.requests.destroy();
+    this.agents.watches.destroy();
   }
 
   private send(
+    kind: AgentKind,
     method: HttpMethod,
     path: string,
     query: ApiRequest['query'],
@@ -253,7 +269,7 @@ export class KubeClient {
         req.destroy();
         reject(unavailable(what, signal.reason));
       };
-      const req = send(url, { method, headers, agent: this.currentAgent() }, (res) => {
+      const req = send(url, { method, headers, agent: this.currentAgent(kind) }, (res) => {
         signal.removeEventListener('abort', onAbort);
         // Aborting after the headers ends the body stream, which the reader turns into the same error.
         signal.addEventListener('abort', () => res.destroy(unavailable(what, signal.reason)), { once: true });

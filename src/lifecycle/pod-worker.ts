@@ -12,6 +12,7 @@ import type { StepResult } from '../core/sync-result.js';
 import { collectPodGarbage, crashBackoffKey, executePodActions, recordMountFailures, terminatePod, type SyncDeps } from '../execution/sync-pod.js';
 import { unsupportedPodFields } from '../decisions/unsupported.js';
 import { forbiddenSysctls } from '../decisions/sysctl-admission.js';
+import { activeDeadline, deadlineExceeded } from '../decisions/active-deadline.js';
 import type { PodProber } from '../prober/manager.js';
 import type { PodWorkerOperation } from '../core/metrics.js';
 import type { PodStartupLatencyTracker } from '../execution/pod-startup-latency.js';
@@ -81,6 +82,8 @@ export class PodWorker {
   readonly terminated = new Promise<void>((resolve) => (this.resolveTerminated = resolve));
   private readonly log: Logger;
   private warnedUnsupported = false;
+  /** Why the last sync refused to run the pod (unsupported, forbidden sysctls, past its deadline): the final status keeps it. */
+  private rejection: WaitingReason | undefined;
   /** The termination under way keeps the pod's runtime objects and logs (it ended and is not deleted). */
   private keepContent = false;
   /** The network was not ready at the last sync (logged once per wait). */
@@ -223,14 +226,20 @@ export class PodWorker {
     let state = this.synced ? await this.deps.observer.observePod(this.uid, signal) : await this.deps.observer.observeNewPod(this.uid, signal);
     this.synced = true;
     const now = this.deps.clock.now();
-    const rejection = unsupportedPodFields(pod, { apiServer: this.deps.apiObjects !== undefined }) ?? forbiddenSysctls(pod);
+    const deadline = activeDeadline(pod, this.status?.startTime ?? pod.status?.startTime, now);
+    const rejection = unsupportedPodFields(pod, { apiServer: this.deps.apiObjects !== undefined }) ?? forbiddenSysctls(pod) ??
+      (deadline.exceeded ? deadlineExceeded : undefined);
     // Its configMaps and secrets are watched while it runs (kubelet's RegisterPod); the same spec again is a no-op.
     if (!rejection) this.deps.apiObjects?.registerPod(pod);
     let nextWake = this.deps.resyncIntervalMs;
+    // Synced again when the deadline comes, as kubelet's sync loop asks its activeDeadlineHandler every second.
+    if (!deadline.exceeded && deadline.remainingMs !== undefined) nextWake = Math.min(nextWake, deadline.remainingMs);
+    this.rejection = rejection;
     if (rejection) {
       if (!this.warnedUnsupported) {
         this.log.warn({ reason: rejection.reason }, rejection.message);
-        this.deps.events.event({ pod }, 'Warning', rejection.reason, rejection.message);
+        // kubelet's activeDeadlineHandler records its eviction as a Normal event; refusals are warnings.
+        this.deps.events.event({ pod }, rejection === deadlineExceeded ? 'Normal' : 'Warning', rejection.reason, rejection.message);
       }
       this.warnedUnsupported = true;
     } else {
@@ -329,7 +338,7 @@ export class PodWorker {
     const pod = this.pod;
     const onStatus = this.deps.onStatus;
     if (!pod || !onStatus) return undefined;
-    return async () => onStatus(pod, this.deriveStatus(pod, await this.deps.observer.observePod(this.uid, signal)), true);
+    return async () => onStatus(pod, this.deriveStatus(pod, await this.deps.observer.observePod(this.uid, signal), this.rejection), true);
   }
 
   private setStatus(status: V1PodStatus): void {

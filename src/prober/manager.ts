@@ -33,6 +33,8 @@ export interface ProbeManagerDeps {
   hostIP: () => string;
   /** Every address of this host: with loopback and the pod's IPs, what a probe may reach. */
   hostIPs: () => string[];
+  /** The node's pod network subnets (a handler may name another pod of this node as its host); none when absent. */
+  podSubnets?: () => string[];
   log: Logger;
   /** Where Unhealthy and ProbeWarning events go; without it probe failures are only logged. */
   events?: EventRecorder;
@@ -173,7 +175,7 @@ export class ProbeManager implements PodProber {
           ? { recordResult: (result, seconds) => metrics.probeResult(metricTarget, result, seconds), stopped: () => metrics.probeWorkerStopped(metricTarget) }
           : {}),
         run: (id, signal) =>
-          runProbe(probe, { container, containerId: id, field, podIPs: entry.podIPs, hostIPs: this.deps.hostIPs(), runtime: this.deps.runtime, signal }),
+          runProbe(probe, { container, containerId: id, field, podIPs: entry.podIPs, hostIPs: this.deps.hostIPs(), podSubnets: this.deps.podSubnets?.() ?? [], runtime: this.deps.runtime, signal }),
       },
       this.clock,
       log,

@@ -1,9 +1,11 @@
-// Runs one probe of a container: resolves its handler (port names, host, URL, command) and calls the exec, http or tcp prober.
+// Runs one probe of a container: resolves its handler (port names, host, URL, command) and calls the exec, http, tcp or grpc prober.
 import { isIP } from 'node:net';
 import type { IntOrString, V1Container, V1Probe } from '@kubernetes/client-node';
 import type { RuntimeService } from '../cri/types.js';
 import { expandVars } from '../core/env-expansion.js';
+import { cidrContains, parseCidr, parseIp } from '../cni/cidr.js';
 import { execProbe } from './exec-probe.js';
+import { grpcProbe } from './grpc-probe.js';
 import { httpProbe } from './http-probe.js';
 import { ProbeError, type ProbeOutcome } from './outcome.js';
 import { probeSettings } from './probe-spec.js';
@@ -18,6 +20,8 @@ export interface ProbeRunContext {
   podIPs: string[];
   /** This host's own addresses: besides loopback and the pod's IPs, the only hosts a probe may reach. */
   hostIPs: string[];
+  /** The node's pod network subnets: the other pods of this node, which a handler may name as its host. */
+  podSubnets?: string[];
   runtime: Pick<RuntimeService, 'execSync'>;
   signal?: AbortSignal;
 }
@@ -40,19 +44,21 @@ function isLoopback(ip: string): boolean {
   return isIP(ip) === 4 ? ip.startsWith('127.') : ip === '::1';
 }
 
-/** Network safety: a probe reaches only the pod's own IPs, loopback, and this host's addresses. */
-export function isAllowedProbeHost(host: string, podIPs: string[], hostIPs: string[]): boolean {
+/** Network safety: a probe reaches only the pod's own IPs, loopback, this host's addresses and this node's pods. */
+export function isAllowedProbeHost(host: string, podIPs: string[], hostIPs: string[], podSubnets: string[] = []): boolean {
   const ip = host.replace(/^\[(.*)\]$/, '$1');
   if (ip === 'localhost') return true;
   if (isIP(ip) === 0) return false;
-  return isLoopback(ip) || podIPs.includes(ip) || hostIPs.includes(ip);
+  if (isLoopback(ip) || podIPs.includes(ip) || hostIPs.includes(ip)) return true;
+  const parsed = parseIp(ip);
+  return parsed !== undefined && podSubnets.some((s) => cidrContains(parseCidr(s), parsed));
 }
 
 function probeHost(explicit: string | undefined, ctx: ProbeRunContext, field: string): string {
   const host = explicit || ctx.podIPs[0];
   if (!host) throw new ProbeError(`the pod has no IP yet to probe (${field})`, field);
-  if (!isAllowedProbeHost(host, ctx.podIPs, ctx.hostIPs)) {
-    throw new ProbeError(`host ${JSON.stringify(host)} is neither the pod's IP nor an address of this host; nodelet probes nothing else (${field})`, field);
+  if (!isAllowedProbeHost(host, ctx.podIPs, ctx.hostIPs, ctx.podSubnets)) {
+    throw new ProbeError(`host ${JSON.stringify(host)} is neither a pod of this node nor an address of this host; nodelet probes nothing else (${field})`, field);
   }
   return host.replace(/^\[(.*)\]$/, '$1');
 }
@@ -92,6 +98,11 @@ export async function runProbe(probe: V1Probe, ctx: ProbeRunContext): Promise<Pr
     const port = resolveContainerPort(probe.tcpSocket.port, ctx.container, `${field}.port`);
     const host = probeHost(probe.tcpSocket.host, ctx, `${field}.host`);
     return tcpProbe(host, port, timeoutSeconds * 1000, ctx.signal);
+  }
+  if (probe.grpc) {
+    // As kubelet: always the pod's IP (the handler has no host).
+    const field = `${ctx.field}.grpc`;
+    return grpcProbe(probeHost(undefined, ctx, field), probe.grpc.port, probe.grpc.service ?? '', timeoutSeconds, ctx.signal);
   }
   throw new ProbeError(`missing probe handler (${ctx.field})`, ctx.field);
 }

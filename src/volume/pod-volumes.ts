@@ -116,6 +116,19 @@ export class PodVolumeManager {
     return file;
   }
 
+  /**
+   * The pod's managed hosts file (kubelet's `<pod dir>/etc-hosts`), written with `content`. Written in place, as kubelet
+   * does, so running containers that bind-mount it see the new content.
+   */
+  async etcHostsFile(uid: string, content: string): Promise<string> {
+    const dir = this.podDir(uid);
+    await mkdir(dir, { recursive: true, mode: 0o750 });
+    const file = join(dir, 'etc-hosts');
+    await writeFile(file, content, { mode: 0o644 });
+    await chmod(file, 0o644);
+    return file;
+  }
+
   podDir(uid: string): string {
     return join(this.rootDir, 'pods', uid);
   }

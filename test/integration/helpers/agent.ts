@@ -56,11 +56,14 @@ export class AgentProcess {
     readonly kubeconfig?: string,
     /** --hostname-override: the node's name. */
     readonly nodeName: string = testNode,
+    /** --container-runtime-endpoint: the rig's main containerd unless another instance's is given. */
+    readonly runtimeEndpoint: string = criEndpoint,
   ) {}
 
-  static async create(opts: { kubeconfig?: string; nodeName?: string } = {}): Promise<AgentProcess> {
+  static async create(opts: { kubeconfig?: string; nodeName?: string; criEndpoint?: string } = {}): Promise<AgentProcess> {
     const base = await mkdtemp(join(tmpdir(), 'nodelet-it-'));
-    return new AgentProcess(join(base, 'manifests'), join(base, 'root'), join(base, 'pod-logs'), opts.kubeconfig, opts.nodeName ?? testNode);
+    return new AgentProcess(join(base, 'manifests'), join(base, 'root'), join(base, 'pod-logs'), opts.kubeconfig, opts.nodeName ?? testNode,
+      opts.criEndpoint ?? criEndpoint);
   }
 
   get socket(): string {
@@ -75,7 +78,7 @@ export class AgentProcess {
   async start(extraArgs: string[] = []): Promise<void> {
     const args = [
       '--pod-manifest-path', this.manifestDir,
-      '--container-runtime-endpoint', criEndpoint,
+      '--container-runtime-endpoint', this.runtimeEndpoint,
       '--root-dir', this.rootDir,
       '--pod-logs-dir', this.podLogsDir,
       '--hostname-override', this.nodeName,

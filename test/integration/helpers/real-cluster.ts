@@ -16,13 +16,25 @@ import { execa } from 'execa';
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { cidrContains, parseCidr, parseIp } from '../../../src/cni/cidr.js';
 import { CriClient } from '../../../src/cri/client.js';
-import { down, ensureBinaries, nodeCredentials, runningPids, up, type ControlPlane } from '../../cluster/control-plane.js';
-import { AgentProcess, criEndpoint, ipReservations, removeRuntimePods, runtimeObjects, testNode, waitFor } from './agent.js';
+import { down, ensureBinaries, nodeCredentials, runningPids, up, type ClusterSettings, type ControlPlane } from '../../cluster/control-plane.js';
+import { AgentProcess, criEndpoint, ipReservations, podNetworkName, removeRuntimePods, runtimeObjects, testNode, waitFor } from './agent.js';
 import { leftovers, podFootprint, type PodFootprint } from './cluster.js';
 import { Kubectl } from './kubectl.js';
 
 /** The pod bridge of the rig's CNI configuration (cni-conf/10-nodelet.conflist). */
 export const podBridge = 'nodelet0';
+
+/** The containerd instance nodelet runs on, and nodelet's pod network there (scripts/runtime.sh). */
+export interface NodeRuntime {
+  criEndpoint: string;
+  /** The bridge nodelet's network gives the podCIDR's gateway. */
+  podBridge: string;
+  /** The name of nodelet's network: its host-local reservations are /var/lib/cni/networks/<name>. */
+  podNetwork: string;
+}
+
+/** The rig's main instance: the one the integration tests share. */
+export const mainRuntime: NodeRuntime = { criEndpoint, podBridge, podNetwork: podNetworkName };
 
 export interface RealClusterOptions {
   /** The Node's name (--hostname-override); default testNode. */
@@ -44,6 +56,10 @@ export interface RealClusterOptions {
   notReadyOk?: boolean;
   /** kube-apiserver's audit policy (YAML); default: defaultAuditPolicy. */
   auditPolicy?: string;
+  /** Where nodelet runs (default mainRuntime); its agentArgs must then name that instance's CNI socket and network. */
+  runtime?: NodeRuntime;
+  /** Control-plane settings beyond the free ports it always gets (e.g. CIDRs that do not meet another cluster's). */
+  settings?: Partial<ClusterSettings>;
 }
 
 /** The fixture's audit policy: the nodes' pod status writes with their bodies (level Request), every other request at level Metadata. */
@@ -86,6 +102,7 @@ export interface RealCluster {
   kubectl: Kubectl;
   agent: AgentProcess;
   nodeName: string;
+  runtime: NodeRuntime;
   cri: CriClient;
   /** Node.spec.podCIDR as the controller-manager allocated it (nodelet has taken it when startRealCluster returns). */
   podCIDR: string;
@@ -132,7 +149,8 @@ export async function startRealCluster(opts: RealClusterOptions = {}): Promise<R
   const dir = await mkdtemp(join(tmpdir(), 'nodelet-real-'));
   const binDir = await ensureBinaries(log);
   const [apiServerPort, etcdClientPort, etcdPeerPort, etcdMetricsPort, controllerManagerPort, schedulerPort] = await freePorts(6);
-  const cri = new CriClient(criEndpoint);
+  const runtime = opts.runtime ?? mainRuntime;
+  const cri = new CriClient(runtime.criEndpoint);
   const uids = new Set<string>();
   const footprints: PodFootprint[] = [];
   let plane: ControlPlane | undefined;
@@ -141,7 +159,7 @@ export async function startRealCluster(opts: RealClusterOptions = {}): Promise<R
   let podCIDR = '';
   const cluster = (): RealCluster => ({
     dir, plane: plane!, binDir, adminKubeconfig: plane!.adminKubeconfig, nodeKubeconfig: agent!.kubeconfig!, kubectl: kubectl!, agent: agent!,
-    nodeName, cri, podCIDR, nodeIP: '', uids, footprints,
+    nodeName, runtime, cri, podCIDR, nodeIP: '', uids, footprints,
     track: async (pod) => {
       const uid = pod.metadata!.uid!;
       uids.add(uid);
@@ -162,7 +180,7 @@ export async function startRealCluster(opts: RealClusterOptions = {}): Promise<R
   try {
     // Every request's outcome in DIR/logs/audit.log (Metadata level: who, what, response code), for audit().
     await writeFile(join(dir, 'audit-policy.yaml'), opts.auditPolicy ?? defaultAuditPolicy);
-    plane = await up({ dir, binDir, apiServerPort, etcdClientPort, etcdPeerPort, etcdMetricsPort, controllerManagerPort, schedulerPort, log,
+    plane = await up({ ...opts.settings, dir, binDir, apiServerPort, etcdClientPort, etcdPeerPort, etcdMetricsPort, controllerManagerPort, schedulerPort, log,
       extraArgs: { 'kube-apiserver': [`--audit-policy-file=${join(dir, 'audit-policy.yaml')}`, `--audit-log-path=${join(dir, 'logs', 'audit.log')}`,
         '--audit-log-maxbackup=1', '--audit-log-maxsize=200'] } });
     await rm(join(dir, 'work'), { recursive: true, force: true });
@@ -175,10 +193,10 @@ export async function startRealCluster(opts: RealClusterOptions = {}): Promise<R
     }
     // No pods run now (tests hold the rig's lock): a gateway address an earlier run left on the pod bridge would keep
     // nodelet from switching the bridge to the podCIDR the controller-manager allocates.
-    await execa('ip', ['addr', 'flush', 'dev', podBridge, 'scope', 'global'], { reject: false });
+    await execa('ip', ['addr', 'flush', 'dev', runtime.podBridge, 'scope', 'global'], { reject: false });
     await opts.beforeJoin?.(kubectl, plane);
     const nodeKubeconfig = await nodeCredentials(dir, nodeName);
-    agent = await AgentProcess.create({ kubeconfig: nodeKubeconfig, nodeName });
+    agent = await AgentProcess.create({ kubeconfig: nodeKubeconfig, nodeName, criEndpoint: runtime.criEndpoint });
     await agent.start(typeof opts.agentArgs === 'function' ? opts.agentArgs(dir) : (opts.agentArgs ?? []));
     log(`real-cluster: nodelet started as ${nodeName}`);
     const node = await waitFor(`Node ${nodeName} ${opts.notReadyOk ? 'registered' : 'Ready'} with a podCIDR`, async () => {
@@ -256,7 +274,7 @@ export async function cleanUpRealCluster(c: RealCluster): Promise<void> {
     left.push(...podDirs.map((d) => `pod dir ${join(c.agent.rootDir, 'pods', d)}`));
     if (c.podCIDR) {
       const cidr = parseCidr(c.podCIDR);
-      left.push(...(await ipReservations()).filter((ip) => cidrContains(cidr, parseIp(ip)!)).map((ip) => `host-local reservation ${ip}`));
+      left.push(...(await ipReservations(c.runtime.podNetwork)).filter((ip) => cidrContains(cidr, parseIp(ip)!)).map((ip) => `host-local reservation ${ip}`));
     }
   } finally {
     await c.agent.stop();
@@ -272,7 +290,7 @@ export async function cleanUpRealCluster(c: RealCluster): Promise<void> {
   }
   if (c.podCIDR) {
     // The bridge plugin gave the pod bridge the podCIDR's gateway: the host keeps nothing of the test.
-    await execa('ip', ['addr', 'flush', 'dev', podBridge, 'scope', 'global'], { reject: false });
+    await execa('ip', ['addr', 'flush', 'dev', c.runtime.podBridge, 'scope', 'global'], { reject: false });
   }
   for (const pid of pids) {
     if (existsSync(`/proc/${pid}`) && !/\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'))) left.push(`control-plane process ${pid} still runs`);

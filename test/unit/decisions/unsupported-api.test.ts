@@ -30,11 +30,11 @@ test('standalone, the pod is refused naming every such field', () => {
 });
 
 test('both kinds of refusal are named', () => {
-  const grpc: V1Pod = { ...pod, spec: { ...pod.spec!, containers: [{ ...pod.spec!.containers[0]!, livenessProbe: { grpc: { port: 1 } } }] } };
-  expect(unsupportedPodFields(grpc)?.message).toBe(
-    'Pod default/p uses fields nodelet does not support yet: spec.containers[0].livenessProbe.grpc; and uses fields that need an API server ' +
+  const debug: V1Pod = { ...pod, spec: { ...pod.spec!, ephemeralContainers: [{ name: 'debug', image: 'busybox' }] } };
+  expect(unsupportedPodFields(debug)?.message).toBe(
+    'Pod default/p uses fields nodelet does not support yet: spec.ephemeralContainers; and uses fields that need an API server ' +
       '(nodelet runs standalone; start it with --kubeconfig): spec.volumes[0].configMap, spec.volumes[1].projected, spec.containers[0].envFrom, ' +
       'spec.containers[0].env[0].valueFrom.configMapKeyRef',
   );
-  expect(unsupportedPodFields(grpc, { apiServer: true })?.message).toBe('Pod default/p uses fields nodelet does not support yet: spec.containers[0].livenessProbe.grpc');
+  expect(unsupportedPodFields(debug, { apiServer: true })?.message).toBe('Pod default/p uses fields nodelet does not support yet: spec.ephemeralContainers');
 });

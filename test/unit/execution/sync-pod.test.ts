@@ -439,3 +439,45 @@ describe("the sandbox's DNS and the containers' service variables", () => {
     expect((await start(h, staticPod)).filter((r) => r.error)).toEqual([]);
   });
 });
+
+describe("the containers' managed /etc/hosts", () => {
+  async function start(f: Fixture, pod: V1Pod) {
+    const state = await observe(f);
+    return executePodActions(f.deps, pod, compute(f, pod, state), state, log);
+  }
+  const hostsMount = (f: Fixture, name: string) => f.runtime.containerConfig(f.idOf(name)).mounts?.find((m) => m.containerPath === '/etc/hosts');
+
+  test("each container mounts the pod's hosts file, with the pod IP, its hostname and its aliases; one mounting /etc/hosts itself does not", async () => {
+    const f = fixture();
+    const pod = basePod();
+    pod.spec!.hostAliases = [{ ip: '123.45.67.89', hostnames: ['foo', 'bar'] }];
+    pod.spec!.volumes = [{ name: 'hosts', hostPath: { path: '/etc/hosts' } }];
+    pod.spec!.containers[1]!.volumeMounts = [{ name: 'hosts', mountPath: '/etc/hosts' }];
+    await start(f, pod);
+    expect(hostsMount(f, 'app')).toEqual({ containerPath: '/etc/hosts', hostPath: `/var/lib/nodelet/pods/${uid}/etc-hosts` });
+    expect(hostsMount(f, 'sidecar')).toBeUndefined();
+    expect(f.volumes.etcHosts.get(uid)).toBe('# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n' +
+      'fe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\nfe00::2\tip6-allrouters\n10.88.0.2\tweb\n' +
+      '\n# Entries added by HostAliases.\n123.45.67.89\tfoo\tbar\n');
+  });
+
+  test("a host-network pod's file is the node's hosts file under its own header", async () => {
+    const f = fixture();
+    const pod = basePod();
+    pod.spec!.hostNetwork = true;
+    await start(f, pod);
+    expect(hostsMount(f, 'app')?.hostPath).toBe(`/var/lib/nodelet/pods/${uid}/etc-hosts`);
+    expect(f.volumes.etcHosts.get(uid)).toBe('# Kubernetes-managed hosts file (host network).\n127.0.0.1\tlocalhost\n127.0.1.1\tnode-1\n');
+  });
+});
+
+describe('a preStop httpGet hook aimed at another host', () => {
+  test("is refused without a connection when the host is neither this node's pods nor the host", async () => {
+    const { runLifecycleHook } = await import('../../../src/execution/lifecycle-hooks.js');
+    const refused = await runLifecycleHook('PreStop', { httpGet: { host: '10.1.0.7', port: 8080, path: '/echo' } }, {
+      pod: basePod(), container: { name: 'app' }, containerId: 'c1', podIPs: ['10.88.0.2'], hostIPs: ['192.0.2.2'], podSubnets: ['10.88.0.0/24'],
+      runtime: { execSync: () => Promise.reject(new Error('no exec')) }, timeoutSeconds: 1, clock: { sleep: () => Promise.resolve() },
+    }).catch((e: Error) => e.message);
+    expect(refused).toMatch(/host "10.1.0.7" is neither a pod of this node nor an address of this host; nodelet probes nothing else/);
+  });
+});

@@ -82,6 +82,12 @@ export class FakeVolumes {
   async terminationMessageFile(uid: string, name: string): Promise<string> {
     return `/var/lib/nodelet/pods/${uid}/containers/${name}/message`;
   }
+  /** The managed hosts file of each pod, as last written. */
+  readonly etcHosts = new Map<string, string>();
+  async etcHostsFile(uid: string, content: string): Promise<string> {
+    this.etcHosts.set(uid, content);
+    return `/var/lib/nodelet/pods/${uid}/etc-hosts`;
+  }
   async nodeAllocatable(): Promise<{ cpu: number; memory: number }> {
     return { cpu: 4, memory: 8 << 30 };
   }
@@ -110,6 +116,8 @@ export function lifecycleFakes(): LifecycleFakes {
   const clock = new FakeClock(1_700_000_000_000);
   const runtime = new InMemoryRuntime({ now: () => clock.now(), images: [testImage] });
   const files = new InMemoryFilesystem();
+  // The node's hosts file, which a host-network pod's /etc/hosts copies.
+  files.files.set('/etc/hosts', '127.0.0.1\tlocalhost\n127.0.1.1\tnode-1\n');
   const events = new RecordedEvents();
   const prober = new RecordedProber();
   const volumes = new FakeVolumes();
@@ -121,6 +129,7 @@ export function lifecycleFakes(): LifecycleFakes {
     runtime,
     hostIP: () => '192.168.1.10',
     podIPs: () => ['10.88.0.2'],
+    podSubnets: () => ['10.88.0.0/24'],
     images: new ImageManager(runtime, pullBackoff, () => clock.now(), events),
     crashBackoff,
     node: nodeSettings,

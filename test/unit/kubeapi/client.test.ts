@@ -135,6 +135,28 @@ test('a silent watch ends as unavailable; an aborted one resolves quietly', asyn
   await expect(client.watch({ path: '/w', signal: stop.signal, idleTimeoutMs: 5_000, onEvent: () => undefined })).resolves.toBeUndefined();
 });
 
+test('open watches, more than the requests\' 16 connections, never hold up a request', async () => {
+  const held: ServerResponse[] = [];
+  handler = (req, _body, res) => {
+    if (req.url?.includes('watch=true')) {
+      // A watch the server keeps open without an event (as a quiet configMap's).
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.write('');
+      held.push(res);
+      return;
+    }
+    res.end(JSON.stringify({ kind: 'Lease' }));
+  };
+  const stop = new AbortController();
+  const watches = Array.from({ length: 20 }, (_, i) =>
+    client.watch({ path: `/api/v1/namespaces/ns/configmaps/cm-${i}`, signal: stop.signal, idleTimeoutMs: 10_000, onEvent: () => undefined }));
+  while (held.length < 20) await new Promise((r) => setTimeout(r, 10));
+  await expect(client.request<{ kind: string }>({ method: 'PUT', path: '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n', body: {}, timeoutMs: 1_000 }))
+    .resolves.toEqual({ kind: 'Lease' });
+  stop.abort();
+  await Promise.all(watches);
+});
+
 test('the token bucket lets a burst through and then spaces callers by 1/qps', async () => {
   let t = 0;
   const bucket = new TokenBucket(10, 2, () => t);

@@ -74,6 +74,26 @@ describe('syncing', () => {
     expect(t.f.runtime.calls).toEqual([]);
   });
 
+  test("activeDeadlineSeconds, updated on a running pod: at the deadline from its start it fails with DeadlineExceeded and starts nothing more", async () => {
+    const t = setup();
+    await running(t);
+    const startedAt = t.f.clock.now();
+    t.worker.update({ ...basePod(), spec: { ...basePod().spec!, activeDeadlineSeconds: 5 } });
+    await t.idle();
+    await t.f.clock.advance(4_000);
+    expect(t.worker.apiPod()?.status?.phase).toBe('Running');
+    await t.f.clock.advance(1_000);
+    expect(t.f.clock.now() - startedAt).toBe(5_000);
+    const status = t.worker.apiPod()?.status;
+    expect([status?.phase, status?.reason, status?.message]).toEqual(['Failed', 'DeadlineExceeded', 'Pod was active on the node longer than the specified deadline']);
+    expect(t.f.events.reasons()).toContain('DeadlineExceeded');
+    // The Failed status stops the pod (pod config: an ended API pod); its final status keeps the reason.
+    t.worker.terminate(undefined, true);
+    await t.idle();
+    const final = t.f.statuses.at(-1)!;
+    expect([final.final, final.status.phase, final.status.reason]).toEqual([true, 'Failed', 'DeadlineExceeded']);
+  });
+
   test('a failed step is retried after errorRetryMs on the clock', async () => {
     const t = setup();
     t.f.runtime.failNext('runPodSandbox', 'Unknown');

@@ -93,6 +93,12 @@ describe('handler resolution', () => {
     for (const no of ['10.99.0.6', '8.8.8.8', 'example.com', '']) expect(isAllowedProbeHost(no, pod, host)).toBe(false);
   });
 
+  test("the other pods of this node, in the pod network's subnets, are reachable too; nothing else", () => {
+    const subnets = ['10.99.0.0/24'];
+    for (const ok of ['10.99.0.6', '10.99.0.254']) expect(isAllowedProbeHost(ok, ['10.99.0.5'], [], subnets)).toBe(true);
+    for (const no of ['10.99.1.6', '10.98.0.6', '8.8.8.8', 'example.com']) expect(isAllowedProbeHost(no, ['10.99.0.5'], [], subnets)).toBe(false);
+  });
+
   test('the path cannot move the request to another host', () => {
     expect(probeUrl('http', '10.99.0.5', 80, '//evil.example/x?y=1').href).toBe('http://10.99.0.5//evil.example/x?y=1');
     expect(probeUrl('https', '::1', 8443, 'healthz').href).toBe('https://[::1]:8443/healthz');
@@ -110,7 +116,7 @@ describe('handler resolution', () => {
 
   test('a host outside the pod and this host is refused before any traffic', async () => {
     await expect(runProbe({ tcpSocket: { port: 80, host: '203.0.113.9' } }, ctx())).rejects.toThrow(
-      'host "203.0.113.9" is neither the pod\'s IP nor an address of this host; nodelet probes nothing else (spec.containers[0].readinessProbe.tcpSocket.host)',
+      'host "203.0.113.9" is neither a pod of this node nor an address of this host; nodelet probes nothing else (spec.containers[0].readinessProbe.tcpSocket.host)',
     );
   });
 
