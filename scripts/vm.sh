@@ -12,6 +12,11 @@
 #                                              GUEST ARGS: --cgroup-driver cgroupfs|systemd, or --exec PATH (a script
 #                                              of the project run in the guest instead of the suite, for development).
 #   NODELET_VM_TIMEOUT=seconds (default 900)   the guest is killed after this long.
+#   NODELET_VM_API_SERVER_PORT=PORT            a kube-apiserver on the host's 127.0.0.1:PORT, reached from the guest at
+#                                              10.0.2.100:PORT (qemu's guestfwd, one socat per connection).
+#   NODELET_VM_KUBELET_PORT=PORT               the guest's port PORT reached from the host at 127.0.0.1:PORT (hostfwd,
+#                                              loopback only): where kube-apiserver reaches the guest's kubelet API.
+#                                              Both are written to OUT/forwards for the guest.
 #
 # The image is built from Debian's packages with mmdebstrap into $NODELET_CACHE/vm (default /var/cache/nodelet/vm), keyed
 # by this script's recipe: a changed package list or customization rebuilds it. qemu runs with TCG (on these machines
@@ -31,9 +36,11 @@ GUEST_PACKAGES=(
   containerd runc containernetworking-plugins busybox-static iptables iproute2 gcc libc6-dev
   libstdc++6 procps util-linux openssl ca-certificates netbase
 )
-HOST_PACKAGES=(mmdebstrap qemu-system-x86 e2fsprogs)
+HOST_PACKAGES=(mmdebstrap qemu-system-x86 e2fsprogs socat)
 DISK_SIZE=6G
 GUEST_IP=10.0.2.15
+# The address in the guest's user network where the host's API server is forwarded (NODELET_VM_API_SERVER_PORT).
+API_SERVER_GUEST_IP=10.0.2.100
 
 log() { printf 'vm: %s\n' "$*" >&2; }
 die() {
@@ -201,8 +208,19 @@ cmd_run() {
   ensure_host_packages
   mkdir -p "$out"
   out=$(cd "$out" && pwd -P)
-  rm -f "$out/done" "$out/results" "$out/serial.log"
+  rm -f "$out/done" "$out/results" "$out/serial.log" "$out/forwards"
   printf '%s\n' "$@" >"$out/args"
+  # Forwarding under restrict=on: only these explicit rules cross between the guest and the host, and on the host side
+  # only through 127.0.0.1.
+  local netdev="user,id=net0,restrict=on,net=10.0.2.0/24,host=10.0.2.2"
+  if [[ -n ${NODELET_VM_API_SERVER_PORT:-} ]]; then
+    netdev+=",guestfwd=tcp:$API_SERVER_GUEST_IP:$NODELET_VM_API_SERVER_PORT-cmd:socat STDIO TCP4:127.0.0.1:$NODELET_VM_API_SERVER_PORT"
+    printf 'API_SERVER_IP=%s\nAPI_SERVER_PORT=%s\n' "$API_SERVER_GUEST_IP" "$NODELET_VM_API_SERVER_PORT" >>"$out/forwards"
+  fi
+  if [[ -n ${NODELET_VM_KUBELET_PORT:-} ]]; then
+    netdev+=",hostfwd=tcp:127.0.0.1:$NODELET_VM_KUBELET_PORT-$GUEST_IP:$NODELET_VM_KUBELET_PORT"
+    printf 'KUBELET_PORT=%s\n' "$NODELET_VM_KUBELET_PORT" >>"$out/forwards"
+  fi
   [[ -f $REPO/dist/test/vm/smoke.js ]] || die "dist/ is not built (npm run build)"
   local modules=$REPO/node_modules append shares=()
   modules=$(readlink -f "$modules")
@@ -222,7 +240,7 @@ cmd_run() {
   qemu-system-x86_64 -accel tcg,thread=multi -smp 2 -m 4G -no-user-config -nodefaults -display none \
     -kernel "$image/vmlinuz" -initrd "$image/initrd.img" -append "$append" \
     -drive "file=$image/disk.img,format=raw,if=virtio,snapshot=on" \
-    -netdev "user,id=net0,restrict=on,net=10.0.2.0/24,host=10.0.2.2" -device virtio-net-pci,netdev=net0 \
+    -netdev "$netdev" -device virtio-net-pci,netdev=net0 \
     -device virtio-rng-pci \
     "${shares[@]}" \
     -serial "file:$out/serial.log" -monitor none &

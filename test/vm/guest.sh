@@ -2,7 +2,8 @@
 # guest.sh OUT: the VM test inside the Debian 12 guest, started at every boot by the image's nodelet-vm-test.service
 # (scripts/vm.sh). OUT is the host's directory shared in: OUT/args holds the run's arguments (--cgroup-driver D),
 # results and logs go there. First boot: provision as Vagrant does (vagrant/provision.sh), the smoke suite, reboot.
-# Second boot: the smoke suite's after-reboot checks, the journals, OUT/done, power off.
+# Second boot: the smoke suite's after-reboot checks, then, when the host forwards an API server (OUT/forwards), the
+# cluster phase (test/vm/cluster.sh), the journals, OUT/done, power off.
 set -uo pipefail
 OUT=$1
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)
@@ -62,6 +63,7 @@ case $phase in
     ;;
   rebooted)
     "$NODE" "$REPO/dist/test/vm/smoke.js" rebooted "$OUT/results" "$DRIVER" || say "smoke suite exited with $?"
+    if [[ -s $OUT/forwards ]]; then bash "$REPO/test/vm/cluster.sh" "$OUT" || say "cluster phase exited with $?"; fi
     finish
     ;;
 esac
