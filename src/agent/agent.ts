@@ -49,20 +49,24 @@ export interface CgroupHost {
 }
 
 /**
- * The cgroup driver pods get, as kubelet decides it (KubeletCgroupDriverFromCRI, on by default since 1.31): the
- * runtime's own when it tells (kubelet asks CRI RuntimeConfig; containerd 1.6 tells in its verbose Status), else the
- * configured one. systemd needs systemd as PID 1, and nodelet implements it on cgroup v2 only: elsewhere it is refused,
- * naming the field and where it came from.
+ * The cgroup driver pods get. kubelet 1.32 takes the runtime's when it tells (KubeletCgroupDriverFromCRI: it asks CRI
+ * RuntimeConfig; containerd 1.6 tells in its verbose Status) and overrides its configuration silently; nodelet refuses a
+ * configured driver that differs from the runtime's, naming both, since one of the two configurations is wrong. Without
+ * an answer from the runtime the configured driver is used. systemd needs systemd as PID 1, and nodelet implements it
+ * on cgroup v2 only: elsewhere it is refused, naming the field.
  */
 export function effectiveCgroupDriver(configured: CgroupDriver, runtime: CgroupDriver | undefined, host: CgroupHost): CgroupDriver {
-  const driver = runtime ?? configured;
-  if (driver !== 'systemd') return driver;
-  const origin = runtime ? "(the container runtime's: SystemdCgroup = true)" : '(--config)';
+  if (runtime && runtime !== configured) {
+    throw new AgentConfigError(`cgroupDriver: "${configured}" does not match the container runtime's cgroup driver "${runtime}" ` +
+      `(its runc runtime's SystemdCgroup = ${runtime === 'systemd'}): configure both alike, cgroupDriver in --config and SystemdCgroup in the runtime's configuration`);
+  }
+  if (configured !== 'systemd') return configured;
+  const origin = runtime ? "(--config, and the container runtime's SystemdCgroup = true)" : '(--config)';
   const missing = !host.systemdRunning ? 'systemd is not running as PID 1 on this host' : !host.unified ? 'nodelet implements it on cgroup v2 hosts only, and this host has cgroup v1' : '';
   if (missing) {
     throw new AgentConfigError(`cgroupDriver: systemd ${origin} cannot be used: ${missing}; configure the runtime and cgroupDriver for cgroupfs`);
   }
-  return driver;
+  return configured;
 }
 
 /** The status socket of an agent with this root dir (read by `nodelet pods`). */
@@ -113,10 +117,7 @@ export class Agent {
     try {
       const host = { systemdRunning: await access('/run/systemd/system').then(() => true, () => false), unified: cgroupfs.unified };
       cgroupDriver = effectiveCgroupDriver(config.kubelet.cgroupDriver, runtimeDriver, host);
-      if (runtimeDriver) log.info({ cgroupDriver }, 'Using cgroup driver setting received from the CRI runtime');
-      if (runtimeDriver && runtimeDriver !== config.kubelet.cgroupDriver) {
-        log.warn({ cgroupDriver, configured: config.kubelet.cgroupDriver }, "cgroupDriver differs from the container runtime's: the runtime's is used");
-      }
+      if (runtimeDriver) log.info({ cgroupDriver }, "cgroupDriver matches the container runtime's");
       // kubelet's cgroupManager.Validate: the cgroup root must exist in every hierarchy pods use.
       const missingRoot = await cgroupfs.missingRoot();
       if (missingRoot.length > 0) {
@@ -185,6 +186,7 @@ export class Agent {
         cgroupsPerQOS: true,
         cgroupRoot: config.kubelet.cgroupRoot,
         cgroupDriver,
+        podPidsLimit: config.kubelet.podPidsLimit,
         seccompProfileRoot: join(config.rootDir, 'seccomp'),
       },
       podCgroups,
