@@ -35,7 +35,7 @@ import { StatusApi } from './status-api.js';
 import { PodNetworkConfig, PodSubnetCollisionError } from './pod-network-config.js';
 import { AgentConfigError, type AgentConfig } from './agent-config.js';
 import { createKubeletApi } from './kubelet-api.js';
-import { nodeAllocatable, nodeCapacity } from '../host/allocatable.js';
+import { internalCapacity, nodeAllocatable, nodeCapacity } from '../host/allocatable.js';
 import { milliCPUToShares } from '../execution/resources.js';
 import { readMachineInfo } from '../host/machine-info.js';
 import { PodVolumeManager } from '../volume/pod-volumes.js';
@@ -134,12 +134,16 @@ export class Agent {
     const programs = config.spawnHelper ? await SpawnHelperRunner.start(config.spawnHelper, log) : new DirectProgramRunner();
     const executor = new CniExecutor({ binDirs: config.cniBinDirs, cacheDir: config.cniCacheDir, programs, log });
     const podCgroups = cgroupDriver === 'systemd' ? await PodCgroupManager.detect(config.kubelet.cgroupRoot, new BusctlSystemdUnits(programs)) : cgroupfs;
-    const capacity = nodeCapacity(await readMachineInfo(config.rootDir), config.kubelet.maxPods);
-    // kubelet's node allocatable for the kubepods cgroup leaves the eviction thresholds in (they are for eviction).
-    const enforced = config.kubelet.enforceNodeAllocatable.includes('pods') ? nodeAllocatable(capacity, { ...config.kubelet, evictionHard: {} }) : capacity;
+    const machine = await readMachineInfo(config.rootDir);
+    const capacity = nodeCapacity(machine, config.kubelet.maxPods);
+    // kubelet's node allocatable for the kubepods cgroup leaves the eviction thresholds in (they are for eviction), and
+    // counts the machine's task limit (internal capacity `pid`, less the pid reservations) as its pids.max.
+    const internal = internalCapacity(capacity, machine);
+    const enforced = config.kubelet.enforceNodeAllocatable.includes('pods') ? nodeAllocatable(internal, { ...config.kubelet, evictionHard: {} }) : internal;
     await podCgroups.limitKubepods({
       cpuShares: milliCPUToShares(Number(enforced.cpu.milliValue())),
       memoryLimitInBytes: Number(enforced.memory.value()),
+      ...(enforced.pid ? { pidsLimit: Number(enforced.pid.value()) } : {}),
     });
     // The network comes from --cni-conf-dir, read now and watched while the agent runs: until a file is there, only
     // host-network pods start and the node's network is not ready.

@@ -227,10 +227,11 @@ describe('PodCgroupManager on a cgroup v2 host', () => {
     expect(fs.dirs.has(`${mount}/kubepods`)).toBe(false);
   });
 
-  test("node allocatable enforced on kubepods: cpu weight from the allocatable cpu's shares, memory.max", async () => {
+  test("node allocatable enforced on kubepods: cpu weight from the allocatable cpu's shares, memory.max, pids.max", async () => {
     const { fs, manager } = setup();
-    await manager.limitKubepods({ cpuShares: 2048, memoryLimitInBytes: 8 * 1024 ** 3 });
-    expect([fs.read(`${mount}/kubepods/cpu.weight`), fs.read(`${mount}/kubepods/memory.max`)]).toEqual(['79', String(8 * 1024 ** 3)]);
+    await manager.limitKubepods({ cpuShares: 2048, memoryLimitInBytes: 8 * 1024 ** 3, pidsLimit: 31000 });
+    expect([fs.read(`${mount}/kubepods/cpu.weight`), fs.read(`${mount}/kubepods/memory.max`), fs.read(`${mount}/kubepods/pids.max`)]).toEqual(
+      ['79', String(8 * 1024 ** 3), '31000']);
     expect(fs.dirs.has(`${mount}/kubepods/burstable`)).toBe(true);
   });
 });
