@@ -18,7 +18,9 @@ const checks = (driver: string) => [
   'first/pod cgroup path',
   'first/pod memory.max',
   'first/pod cpu.max',
+  'first/pod pids.max',
   'first/kubepods memory.max',
+  'first/kubepods pids.max',
   'first/OOMKilled',
   'first/CrashLoopBackOff',
   'first/systemctl restart nodelet changes nothing',
@@ -29,7 +31,9 @@ const checks = (driver: string) => [
   'rebooted/pod cgroup path',
   'rebooted/pod memory.max',
   'rebooted/pod cpu.max',
+  'rebooted/pod pids.max',
   'rebooted/kubepods memory.max',
+  'rebooted/kubepods pids.max',
   ...(driver === 'systemd' ? ["cluster/nodelet.service with the cluster's kubeconfig", ...hostChecks.map((c) => `host/${c}`)] : []),
 ].map((c) => `${driver} ${c}`);
 
