@@ -163,9 +163,10 @@ export class Bench {
     return { main: await count(this.main), floor: this.usesFloor() ? await count(this.floor.cri) : 0, kubelet: kubeletCri ? await count(kubeletCri) : 0 };
   }
 
-  /** Starts the agent (standalone, or with `flags` in a directory of its own under the bench's). */
+  /** Starts the agent (standalone, or with `flags` in a directory of its own under the bench's), with --agent-config's file. */
   async startAgent(flags: string[] = [], dir = this.base): Promise<void> {
-    this.agent = new BenchAgent(dir, this.opts.agentV, this.opts.agentLog, this.opts.agentCpuProf !== '' || this.opts.agentHeapProf !== '', flags);
+    const config = this.opts.agentConfig ? ['--config', this.opts.agentConfig] : [];
+    this.agent = new BenchAgent(dir, this.opts.agentV, this.opts.agentLog, this.opts.agentCpuProf !== '' || this.opts.agentHeapProf !== '', [...config, ...flags]);
     await this.agent.start(this.signal);
     progress(`agent started (pid ${this.agent.pid}); waiting until it is idle...`);
     await this.waitAgentIdle();

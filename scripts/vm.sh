@@ -11,7 +11,12 @@
 #                                              journals). Exit status 0 when the guest wrote OUT/done.
 #                                              GUEST ARGS: --cgroup-driver cgroupfs|systemd, or --exec PATH (a script
 #                                              of the project run in the guest instead of the suite, for development).
-#   NODELET_VM_TIMEOUT=seconds (default 900)   the guest is killed after this long.
+#   bash scripts/vm.sh bench [BENCH ARGS...]   the start-up bench (dist/bench/bench.js) inside a guest with the systemd
+#                                              driver (NODELET_CGROUP_DRIVER=cgroupfs for the other): the rig and the
+#                                              floor's containerd there, nodelet.service stopped; default arguments
+#                                              --only startup --peers floor --big-pods 0 --reps 3. Prints the bench's
+#                                              table; the guest's logs are in /var/log/nodelet/vm/bench-<time>.
+#   NODELET_VM_TIMEOUT=seconds (default 900)   the guest is killed after this long (bench: 3600).
 #   NODELET_VM_API_SERVER_PORT=PORT            a kube-apiserver on the host's 127.0.0.1:PORT, reached from the guest at
 #                                              10.0.2.100:PORT (qemu's guestfwd, one socat per connection).
 #   NODELET_VM_KUBELET_PORT=PORT               the guest's port PORT reached from the host at 127.0.0.1:PORT (hostfwd,
@@ -260,14 +265,30 @@ cmd_run() {
   log "guest finished: $out"
 }
 
+cmd_bench() {
+  local out
+  out=/var/log/nodelet/vm/bench-$(date -u +%Y%m%dT%H%M%SZ)
+  (($#)) || set -- --only startup --peers floor --big-pods 0 --reps 3
+  NODELET_VM_TIMEOUT=${NODELET_VM_TIMEOUT:-3600} cmd_run "$out" --cgroup-driver "${NODELET_CGROUP_DRIVER:-systemd}" --bench "$@"
+  cat "$out/bench.txt" 2>/dev/null
+  if [[ $(cat "$out/bench.exit" 2>/dev/null) != 0 ]]; then
+    tail -n 30 "$out/bench.log" >&2 2>/dev/null
+    die "the bench failed in the guest (logs in $out)"
+  fi
+}
+
 case "${1:-}" in
   image) cmd_image ;;
   run)
     shift
     cmd_run "$@"
     ;;
+  bench)
+    shift
+    cmd_bench "$@"
+    ;;
   *)
-    echo "usage: bash scripts/vm.sh image | run OUT [GUEST ARGS...]" >&2
+    echo "usage: bash scripts/vm.sh image | run OUT [GUEST ARGS...] | bench [BENCH ARGS...]" >&2
     exit 2
     ;;
 esac
