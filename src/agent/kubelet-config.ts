@@ -57,7 +57,7 @@ export interface KubeletConfiguration {
   clusterDomain: string;
   /** The resolver file Default pods copy and ClusterFirst pods take their search list from; '' for none. */
   resolvConf: string;
-  /** How pod cgroups are made: cgroupfs, or systemd (cgroup v2 hosts; the runtime's driver wins, see agent). */
+  /** How pod cgroups are made: cgroupfs, or systemd (cgroup v2 hosts); it must be the runtime's (see agent). */
   cgroupDriver: CgroupDriver;
   /** Where allocatable is enforced: "pods" limits the kubepods cgroup to it (system-reserved and kube-reserved are not implemented). */
   enforceNodeAllocatable: string[];
