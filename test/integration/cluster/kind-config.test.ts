@@ -56,7 +56,10 @@ test("kind's file unchanged (cgroupDriver systemd) beside this runtime (SystemdC
   const agent = await AgentProcess.create();
   try {
     await expect(agent.start(['--config', kindConfig])).rejects.toThrow(/nodelet exited early \(2\)/);
-    expect(agent.output).toContain(`cgroupDriver: "systemd" does not match the container runtime's cgroup driver "cgroupfs" (its runc runtime's SystemdCgroup = false)`);
+    expect(agent.logLines().filter((l) => l.level === 60).map((l) => l.msg)).toEqual([
+      `cgroupDriver: "systemd" does not match the container runtime's cgroup driver "cgroupfs" (its runc runtime's SystemdCgroup = false): ` +
+        "configure both alike, cgroupDriver in --config and SystemdCgroup in the runtime's configuration",
+    ]);
     expect(agent.running).toBe(false);
   } finally {
     await agent.cleanupDirs();
