@@ -7,6 +7,7 @@ import { readFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { V1Container } from '@kubernetes/client-node';
 import { CriClient } from '../src/cri/client.js';
+import { cgroupDriverFromStatusInfo } from '../src/cri/runtime-info.js';
 import type { ContainerConfig, DnsConfig, NamespaceOption, PodSandboxConfig } from '../src/cri/types.js';
 import { benchNamespace, benchNode, podNamespaceLabel, podSpec } from './workload.js';
 import { errorText, now } from './util.js';
@@ -55,8 +56,13 @@ interface FloorPod {
   uid: string;
 }
 
-/** The sandbox config of a BestEffort pod without volumes, host ports, sysctls or security context, as kubelet builds it. */
-function sandboxConfig(pod: FloorPod, logsDir: string, dns: DnsConfig): PodSandboxConfig {
+/**
+ * The sandbox config of a BestEffort pod without volumes, host ports, sysctls or security context, as kubelet builds it,
+ * but without a pod cgroup (the floor creates none): with the cgroupfs driver no cgroup parent, with systemd's the one
+ * slice `nodelet-floor.slice` for every floor pod (containerd 1.6 would otherwise give runc a cgroupfs path, which runc's
+ * systemd driver refuses), outside kubepods, where nodelet's housekeeping would take its pods' slices for orphans.
+ */
+function sandboxConfig(pod: FloorPod, logsDir: string, dns: DnsConfig, systemdSlices: boolean): PodSandboxConfig {
   const identity = { [podNameLabel]: pod.name, [podNamespaceLabel]: benchNamespace, [podUidLabel]: pod.uid };
   return {
     metadata: { name: pod.name, namespace: benchNamespace, uid: pod.uid, attempt: 0 },
@@ -67,6 +73,7 @@ function sandboxConfig(pod: FloorPod, logsDir: string, dns: DnsConfig): PodSandb
     labels: { app: 'nodelet-bench', ...identity },
     annotations: {},
     linux: {
+      ...(systemdSlices ? { cgroupParent: 'nodelet-floor.slice' } : {}),
       securityContext: { namespaceOptions, privileged: false, seccomp: { profileType: 'RuntimeDefault' } },
       sysctls: {},
     },
@@ -117,18 +124,20 @@ export class Floor {
   readonly cri = new CriClient(floorEndpoint);
   private logsDir = '';
   private dns: DnsConfig = { servers: [], searches: [], options: [] };
+  private systemdSlices = false;
 
-  /** Reads the host's resolver settings; the pods' log directories go under `logsDir`. */
+  /** Reads the host's resolver settings and the floor containerd's cgroup driver; the pods' log directories go under `logsDir`. */
   async prepare(logsDir: string): Promise<void> {
     this.logsDir = logsDir;
     this.dns = await hostDns();
+    this.systemdSlices = cgroupDriverFromStatusInfo(await this.cri.statusInfo({ timeoutMs: 10_000 })) === 'systemd';
   }
 
   private async startPod(pod: FloorPod, signal: AbortSignal): Promise<{ run: number; create: number; start: number }> {
     const spec = podSpec();
     const container = spec.containers[0]!;
     const t0 = now();
-    const sandbox = sandboxConfig(pod, this.logsDir, this.dns);
+    const sandbox = sandboxConfig(pod, this.logsDir, this.dns, this.systemdSlices);
     // kubelet creates the pod's log directory before RunPodSandbox and the container's before CreateContainer.
     await mkdir(sandbox.logDirectory, { recursive: true, mode: 0o755 });
     const sandboxId = await this.cri.runPodSandbox(sandbox, '', { signal });

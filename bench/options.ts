@@ -27,11 +27,13 @@ export interface Options {
   agentV: number;
   agentLog: string;
   kubeletLog: string;
+  /** The agent's KubeletConfiguration (--config), e.g. cgroupDriver systemd beside a containerd with SystemdCgroup ('' for none). */
+  agentConfig: string;
 }
 
 export const usage = `usage: node dist/bench/bench.js [--only startup|probes|cluster|api] [--peers floor[,kubelet]] [--reps N] [--pods N] [--big-pods N]
          [--big-reps N] [--probe-pods N] [--probe-seconds N] [--json] [--sa-token] [--agent-v N] [--agent-log FILE] [--kubelet-log FILE]
-         [--agent-cpu-prof FILE] [--agent-heap-prof FILE]
+         [--agent-config FILE] [--agent-cpu-prof FILE] [--agent-heap-prof FILE]
   --only P     run only these phases (comma-separated): startup (floor vs nodelet start-up latency, peak RSS), probes (the agent's CPU and
                RSS with probed pods running) or cluster (pod startup SLI through the real API server vs the floor, API
                requests per pod) or api (the kubelet API through the real control plane: exec and /run round trips, logs -f
@@ -51,6 +53,8 @@ export const usage = `usage: node dist/bench/bench.js [--only startup|probes|clu
                and the other phases' have no volume), so the figures include the token and kube-root-ca.crt requests
   --agent-v N  the agent's log verbosity (-v), for diagnosis only (default 0)
   --agent-log FILE  also write the agent's log lines to FILE, for diagnosis
+  --agent-config FILE  the agent's KubeletConfiguration (--config): its cgroupDriver must be the rig's containerd's
+               (systemd where scripts/runtime.sh ran with NODELET_CGROUP_DRIVER=systemd, as in the VM's bench)
   --kubelet-log FILE  also write kubelet's log (-v 2) to FILE, for diagnosis
   --agent-cpu-prof FILE  diagnosis: start the agent with an inspector on a loopback port and write a V8 CPU profile of
                the probe-load window to FILE (a .cpuprofile, for Chrome DevTools); a summary is printed. The profiler's own
@@ -67,7 +71,7 @@ Needs the rig's containerds: bash scripts/runtime.sh up && NODELET_RUNTIME_INSTA
 export function parseOptions(argv: string[]): Options {
   const opts: Options = {
     phases: new Set(['startup', 'probes', 'cluster', 'api']), peers: new Set(['floor', 'kubelet']), reps: 5, pods: 30, bigPods: 110, bigReps: 3, probePods: 30, probeSeconds: 120, agentCpuProf: '', agentHeapProf: '',
-    json: false, noWait: false, saToken: false, agentV: 0, agentLog: '', kubeletLog: '',
+    json: false, noWait: false, saToken: false, agentV: 0, agentLog: '', kubeletLog: '', agentConfig: '',
   };
   const int = (flag: string, value: string | undefined, min: number): number => {
     if (value === undefined || !/^\d+$/.test(value) || Number(value) < min) throw new UsageError(`${flag} needs an integer >= ${min}`);
@@ -99,6 +103,7 @@ export function parseOptions(argv: string[]): Options {
       case '--agent-heap-prof': opts.agentHeapProf = value() ?? ''; if (!opts.agentHeapProf) throw new UsageError('--agent-heap-prof needs a file'); break;
       case '--agent-v': opts.agentV = int(flag, value(), 0); break;
       case '--agent-log': opts.agentLog = value() ?? ''; if (!opts.agentLog) throw new UsageError('--agent-log needs a file'); break;
+      case '--agent-config': opts.agentConfig = value() ?? ''; if (!opts.agentConfig) throw new UsageError('--agent-config needs a file'); break;
       case '--kubelet-log': opts.kubeletLog = value() ?? ''; if (!opts.kubeletLog) throw new UsageError('--kubelet-log needs a file'); break;
       case '--json': opts.json = true; break;
       case '--no-wait': opts.noWait = true; break;

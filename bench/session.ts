@@ -21,7 +21,8 @@ const cniSocket = '/run/nodelet/cni.sock';
 export const mainPidFile = '/run/nodelet/containerd.pid';
 /** Held by every test run that starts an agent (scripts/test.sh, the brief's flock rule): one agent per machine. */
 const testsLock = '/run/nodelet/tests.lock';
-const teardownTimeoutMs = 120_000;
+// Generous: a TCG guest (npm run bench:vm) tears 30 pods down in minutes.
+const teardownTimeoutMs = 600_000;
 const otherAgentPollMs = 20_000;
 const otherAgentWaitMs = 15 * 60_000;
 
@@ -168,9 +169,10 @@ export class Bench {
     return { main: await count(this.main), floor: this.usesFloor() ? await count(this.floor.cri) : 0, kubelet: kubeletCri ? await count(kubeletCri) : 0 };
   }
 
-  /** Starts the agent (standalone, or with `flags` in a directory of its own under the bench's). */
+  /** Starts the agent (standalone, or with `flags` in a directory of its own under the bench's), with --agent-config's file. */
   async startAgent(flags: string[] = [], dir = this.base): Promise<void> {
-    this.agent = new BenchAgent(dir, this.opts.agentV, this.opts.agentLog, this.opts.agentCpuProf !== '' || this.opts.agentHeapProf !== '', flags);
+    const config = this.opts.agentConfig ? ['--config', this.opts.agentConfig] : [];
+    this.agent = new BenchAgent(dir, this.opts.agentV, this.opts.agentLog, this.opts.agentCpuProf !== '' || this.opts.agentHeapProf !== '', [...config, ...flags]);
     await this.agent.start(this.signal);
     progress(`agent started (pid ${this.agent.pid}); waiting until it is idle...`);
     await this.waitAgentIdle();

@@ -6,13 +6,21 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" != 0 ]; then echo "test: integration tests need root (containerd, runc, CNI)" >&2; exit 1; fi
 npm run --silent build
+# The VM test (test/integration/vm) boots its own guest and uses nothing of this machine's runtime: in a whole-suite run
+# it runs after the lock is released, so other runs need not wait for its guest; a run of it alone takes no lock.
+vm_tests=dist/test/integration/vm/
+vm_only=0
+if (($# > 0)); then
+  vm_only=1
+  for f in "$@"; do [[ $f == *"$vm_tests"* ]] || vm_only=0; done
+fi
 # One test run at a time per machine: integration tests share the containerd and the CNI shim socket.
 mkdir -p /run/nodelet
 exec 9>/run/nodelet/tests.lock
-flock 9
+((vm_only)) || flock 9
 pidfile=/run/nodelet/containerd.pid
 started_runtime=1
-if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then started_runtime=0; fi
+if ((vm_only)) || { [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }; then started_runtime=0; fi
 results=$(mktemp /tmp/nodelet-jest-XXXXXX.json)
 stop_runtime() {
   if [ "$started_runtime" = 1 ]; then bash scripts/runtime.sh down || true; fi
@@ -24,7 +32,7 @@ cleanup() {
 }
 trap cleanup EXIT
 # The rig first: it installs what a bare Debian lacks, the CA certificates Go's module downloads need among them.
-bash scripts/runtime.sh up
+((vm_only)) || bash scripts/runtime.sh up
 # What only the tests use, none of it in a minimal Debian 12: curl, the image registry the tests pull from
 # (docker-registry: distribution v2.8) and htpasswd for its basic auth (apache2-utils).
 log() { printf 'test: %s\n' "$*" >&2; }
@@ -35,9 +43,6 @@ ensure_debian_packages curl docker-registry apache2-utils
 bash scripts/kube-build.sh >/dev/null
 status=0
 jest() { node --experimental-vm-modules node_modules/jest/bin/jest.js --runInBand --json "$@"; }
-# The VM test (test/integration/vm) boots its own guest and uses nothing of this machine's runtime: in a whole-suite run
-# it runs after the lock is released, so other runs need not wait for its guest.
-vm_tests=dist/test/integration/vm/
 if (($# == 0)); then
   jest --outputFile="$results" --testPathIgnorePatterns "/$vm_tests" || status=$?
   stop_runtime

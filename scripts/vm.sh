@@ -11,7 +11,17 @@
 #                                              journals). Exit status 0 when the guest wrote OUT/done.
 #                                              GUEST ARGS: --cgroup-driver cgroupfs|systemd, or --exec PATH (a script
 #                                              of the project run in the guest instead of the suite, for development).
-#   NODELET_VM_TIMEOUT=seconds (default 900)   the guest is killed after this long.
+#   bash scripts/vm.sh bench [BENCH ARGS...]   the start-up bench (dist/bench/bench.js) inside a guest with the systemd
+#                                              driver (NODELET_CGROUP_DRIVER=cgroupfs for the other): the rig and the
+#                                              floor's containerd there, nodelet.service stopped; default arguments
+#                                              --only startup --peers floor --big-pods 0 --reps 3. Prints the bench's
+#                                              table; the guest's logs are in /var/log/nodelet/vm/bench-<time>.
+#   NODELET_VM_TIMEOUT=seconds (default 900)   the guest is killed after this long (bench: 3600).
+#   NODELET_VM_API_SERVER_PORT=PORT            a kube-apiserver on the host's 127.0.0.1:PORT, reached from the guest at
+#                                              10.0.2.100:PORT (qemu's guestfwd, one socat per connection).
+#   NODELET_VM_KUBELET_PORT=PORT               the guest's port PORT reached from the host at 127.0.0.1:PORT (hostfwd,
+#                                              loopback only): where kube-apiserver reaches the guest's kubelet API.
+#                                              Both are written to OUT/forwards for the guest.
 #
 # The image is built from Debian's packages with mmdebstrap into $NODELET_CACHE/vm (default /var/cache/nodelet/vm), keyed
 # by this script's recipe: a changed package list or customization rebuilds it. qemu runs with TCG (on these machines
@@ -31,9 +41,11 @@ GUEST_PACKAGES=(
   containerd runc containernetworking-plugins busybox-static iptables iproute2 gcc libc6-dev
   libstdc++6 procps util-linux openssl ca-certificates netbase
 )
-HOST_PACKAGES=(mmdebstrap qemu-system-x86 e2fsprogs)
+HOST_PACKAGES=(mmdebstrap qemu-system-x86 e2fsprogs socat)
 DISK_SIZE=6G
 GUEST_IP=10.0.2.15
+# The address in the guest's user network where the host's API server is forwarded (NODELET_VM_API_SERVER_PORT).
+API_SERVER_GUEST_IP=10.0.2.100
 
 log() { printf 'vm: %s\n' "$*" >&2; }
 die() {
@@ -201,8 +213,19 @@ cmd_run() {
   ensure_host_packages
   mkdir -p "$out"
   out=$(cd "$out" && pwd -P)
-  rm -f "$out/done" "$out/results" "$out/serial.log"
+  rm -f "$out/done" "$out/results" "$out/serial.log" "$out/forwards"
   printf '%s\n' "$@" >"$out/args"
+  # Forwarding under restrict=on: only these explicit rules cross between the guest and the host, and on the host side
+  # only through 127.0.0.1.
+  local netdev="user,id=net0,restrict=on,net=10.0.2.0/24,host=10.0.2.2"
+  if [[ -n ${NODELET_VM_API_SERVER_PORT:-} ]]; then
+    netdev+=",guestfwd=tcp:$API_SERVER_GUEST_IP:$NODELET_VM_API_SERVER_PORT-cmd:socat STDIO TCP4:127.0.0.1:$NODELET_VM_API_SERVER_PORT"
+    printf 'API_SERVER_IP=%s\nAPI_SERVER_PORT=%s\n' "$API_SERVER_GUEST_IP" "$NODELET_VM_API_SERVER_PORT" >>"$out/forwards"
+  fi
+  if [[ -n ${NODELET_VM_KUBELET_PORT:-} ]]; then
+    netdev+=",hostfwd=tcp:127.0.0.1:$NODELET_VM_KUBELET_PORT-$GUEST_IP:$NODELET_VM_KUBELET_PORT"
+    printf 'KUBELET_PORT=%s\n' "$NODELET_VM_KUBELET_PORT" >>"$out/forwards"
+  fi
   [[ -f $REPO/dist/test/vm/smoke.js ]] || die "dist/ is not built (npm run build)"
   local modules=$REPO/node_modules append shares=()
   modules=$(readlink -f "$modules")
@@ -222,7 +245,7 @@ cmd_run() {
   qemu-system-x86_64 -accel tcg,thread=multi -smp 2 -m 4G -no-user-config -nodefaults -display none \
     -kernel "$image/vmlinuz" -initrd "$image/initrd.img" -append "$append" \
     -drive "file=$image/disk.img,format=raw,if=virtio,snapshot=on" \
-    -netdev "user,id=net0,restrict=on,net=10.0.2.0/24,host=10.0.2.2" -device virtio-net-pci,netdev=net0 \
+    -netdev "$netdev" -device virtio-net-pci,netdev=net0 \
     -device virtio-rng-pci \
     "${shares[@]}" \
     -serial "file:$out/serial.log" -monitor none &
@@ -242,14 +265,30 @@ cmd_run() {
   log "guest finished: $out"
 }
 
+cmd_bench() {
+  local out
+  out=/var/log/nodelet/vm/bench-$(date -u +%Y%m%dT%H%M%SZ)
+  (($#)) || set -- --only startup --peers floor --big-pods 0 --reps 3
+  NODELET_VM_TIMEOUT=${NODELET_VM_TIMEOUT:-3600} cmd_run "$out" --cgroup-driver "${NODELET_CGROUP_DRIVER:-systemd}" --bench "$@"
+  cat "$out/bench.txt" 2>/dev/null
+  if [[ $(cat "$out/bench.exit" 2>/dev/null) != 0 ]]; then
+    tail -n 30 "$out/bench.log" >&2 2>/dev/null
+    die "the bench failed in the guest (logs in $out)"
+  fi
+}
+
 case "${1:-}" in
   image) cmd_image ;;
   run)
     shift
     cmd_run "$@"
     ;;
+  bench)
+    shift
+    cmd_bench "$@"
+    ;;
   *)
-    echo "usage: bash scripts/vm.sh image | run OUT [GUEST ARGS...]" >&2
+    echo "usage: bash scripts/vm.sh image | run OUT [GUEST ARGS...] | bench [BENCH ARGS...]" >&2
     exit 2
     ;;
 esac

@@ -35,7 +35,7 @@ import { StatusApi } from './status-api.js';
 import { PodNetworkConfig, PodSubnetCollisionError } from './pod-network-config.js';
 import { AgentConfigError, type AgentConfig } from './agent-config.js';
 import { createKubeletApi } from './kubelet-api.js';
-import { nodeAllocatable, nodeCapacity } from '../host/allocatable.js';
+import { internalCapacity, nodeAllocatable, nodeCapacity } from '../host/allocatable.js';
 import { milliCPUToShares } from '../execution/resources.js';
 import { readMachineInfo } from '../host/machine-info.js';
 import { PodVolumeManager } from '../volume/pod-volumes.js';
@@ -49,20 +49,24 @@ export interface CgroupHost {
 }
 
 /**
- * The cgroup driver pods get, as kubelet decides it (KubeletCgroupDriverFromCRI, on by default since 1.31): the
- * runtime's own when it tells (kubelet asks CRI RuntimeConfig; containerd 1.6 tells in its verbose Status), else the
- * configured one. systemd needs systemd as PID 1, and nodelet implements it on cgroup v2 only: elsewhere it is refused,
- * naming the field and where it came from.
+ * The cgroup driver pods get. kubelet 1.32 takes the runtime's when it tells (KubeletCgroupDriverFromCRI: it asks CRI
+ * RuntimeConfig; containerd 1.6 tells in its verbose Status) and overrides its configuration silently; nodelet refuses a
+ * configured driver that differs from the runtime's, naming both, since one of the two configurations is wrong. Without
+ * an answer from the runtime the configured driver is used. systemd needs systemd as PID 1, and nodelet implements it
+ * on cgroup v2 only: elsewhere it is refused, naming the field.
  */
 export function effectiveCgroupDriver(configured: CgroupDriver, runtime: CgroupDriver | undefined, host: CgroupHost): CgroupDriver {
-  const driver = runtime ?? configured;
-  if (driver !== 'systemd') return driver;
-  const origin = runtime ? "(the container runtime's: SystemdCgroup = true)" : '(--config)';
+  if (runtime && runtime !== configured) {
+    throw new AgentConfigError(`cgroupDriver: "${configured}" does not match the container runtime's cgroup driver "${runtime}" ` +
+      `(its runc runtime's SystemdCgroup = ${runtime === 'systemd'}): configure both alike, cgroupDriver in --config and SystemdCgroup in the runtime's configuration`);
+  }
+  if (configured !== 'systemd') return configured;
+  const origin = runtime ? "(--config, and the container runtime's SystemdCgroup = true)" : '(--config)';
   const missing = !host.systemdRunning ? 'systemd is not running as PID 1 on this host' : !host.unified ? 'nodelet implements it on cgroup v2 hosts only, and this host has cgroup v1' : '';
   if (missing) {
     throw new AgentConfigError(`cgroupDriver: systemd ${origin} cannot be used: ${missing}; configure the runtime and cgroupDriver for cgroupfs`);
   }
-  return driver;
+  return configured;
 }
 
 /** The status socket of an agent with this root dir (read by `nodelet pods`). */
@@ -113,10 +117,7 @@ export class Agent {
     try {
       const host = { systemdRunning: await access('/run/systemd/system').then(() => true, () => false), unified: cgroupfs.unified };
       cgroupDriver = effectiveCgroupDriver(config.kubelet.cgroupDriver, runtimeDriver, host);
-      if (runtimeDriver) log.info({ cgroupDriver }, 'Using cgroup driver setting received from the CRI runtime');
-      if (runtimeDriver && runtimeDriver !== config.kubelet.cgroupDriver) {
-        log.warn({ cgroupDriver, configured: config.kubelet.cgroupDriver }, "cgroupDriver differs from the container runtime's: the runtime's is used");
-      }
+      if (runtimeDriver) log.info({ cgroupDriver }, "cgroupDriver matches the container runtime's");
       // kubelet's cgroupManager.Validate: the cgroup root must exist in every hierarchy pods use.
       const missingRoot = await cgroupfs.missingRoot();
       if (missingRoot.length > 0) {
@@ -135,11 +136,14 @@ export class Agent {
     const podCgroups = cgroupDriver === 'systemd' ? await PodCgroupManager.detect(config.kubelet.cgroupRoot, new BusctlSystemdUnits(programs)) : cgroupfs;
     const machine = await readMachineInfo(config.rootDir);
     const capacity = nodeCapacity(machine, config.kubelet.maxPods);
-    // kubelet's node allocatable for the kubepods cgroup leaves the eviction thresholds in (they are for eviction).
-    const enforced = config.kubelet.enforceNodeAllocatable.includes('pods') ? nodeAllocatable(capacity, { ...config.kubelet, evictionHard: {} }) : capacity;
+    // kubelet's node allocatable for the kubepods cgroup leaves the eviction thresholds in (they are for eviction), and
+    // counts the machine's task limit (internal capacity `pid`, less the pid reservations) as its pids.max.
+    const internal = internalCapacity(capacity, machine);
+    const enforced = config.kubelet.enforceNodeAllocatable.includes('pods') ? nodeAllocatable(internal, { ...config.kubelet, evictionHard: {} }) : internal;
     await podCgroups.limitKubepods({
       cpuShares: milliCPUToShares(Number(enforced.cpu.milliValue())),
       memoryLimitInBytes: Number(enforced.memory.value()),
+      ...(enforced.pid ? { pidsLimit: Number(enforced.pid.value()) } : {}),
     });
     // The network comes from --cni-conf-dir, read now and watched while the agent runs: until a file is there, only
     // host-network pods start and the node's network is not ready.
@@ -195,6 +199,7 @@ export class Agent {
         cgroupsPerQOS: true,
         cgroupRoot: config.kubelet.cgroupRoot,
         cgroupDriver,
+        podPidsLimit: config.kubelet.podPidsLimit,
         seccompProfileRoot: join(config.rootDir, 'seccomp'),
       },
       podCgroups,

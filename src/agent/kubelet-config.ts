@@ -37,6 +37,8 @@ export interface KubeletConfiguration {
   authentication: KubeletAuthentication;
   authorization: KubeletAuthorization;
   maxPods: number;
+  /** Every pod cgroup's pids.max when positive; -1 (the default) and 0 set none. */
+  podPidsLimit: number;
   kubeAPIQPS: number;
   kubeAPIBurst: number;
   nodeStatusUpdateFrequencyMs: number;
@@ -55,7 +57,7 @@ export interface KubeletConfiguration {
   clusterDomain: string;
   /** The resolver file Default pods copy and ClusterFirst pods take their search list from; '' for none. */
   resolvConf: string;
-  /** How pod cgroups are made: cgroupfs, or systemd (cgroup v2 hosts; the runtime's driver wins, see agent). */
+  /** How pod cgroups are made: cgroupfs, or systemd (cgroup v2 hosts); it must be the runtime's (see agent). */
   cgroupDriver: CgroupDriver;
   /** Where allocatable is enforced: "pods" limits the kubepods cgroup to it (system-reserved and kube-reserved are not implemented). */
   enforceNodeAllocatable: string[];
@@ -153,6 +155,7 @@ export function defaultKubeletConfiguration(): KubeletConfiguration {
     authentication: { x509: { clientCAFile: '' }, webhook: { enabled: true, cacheTTLMs: 2 * 60_000 }, anonymous: { enabled: false } },
     authorization: { mode: 'Webhook', webhook: { cacheAuthorizedTTLMs: 5 * 60_000, cacheUnauthorizedTTLMs: 30_000 } },
     maxPods: 110,
+    podPidsLimit: -1,
     kubeAPIQPS: 50,
     kubeAPIBurst: 100,
     nodeStatusUpdateFrequencyMs: 10_000,
@@ -230,7 +233,6 @@ const ignoredFields: Record<string, IgnoredField> = {
   topologyManagerPolicyOptions: { kind: 'stringMap' },
   qosReserved: { kind: 'stringMap' },
   hairpinMode: { kind: 'string', inert: ['', 'promiscuous-bridge'] },
-  podPidsLimit: { kind: 'int', inert: [0, -1] },
   cpuCFSQuota: { kind: 'bool', default: true },
   cpuCFSQuotaPeriod: { kind: 'duration', defaultMs: 100 },
   maxOpenFiles: { kind: 'int', inert: [0, 1_000_000] },
@@ -630,6 +632,9 @@ export function parseKubeletConfiguration(text: string, source: string): Kubelet
         break;
       case 'maxPods':
         out.maxPods = r.int(field, value, 0);
+        break;
+      case 'podPidsLimit':
+        out.podPidsLimit = r.int(field, value, -1);
         break;
       case 'kubeAPIQPS':
         out.kubeAPIQPS = r.int(field, value, 1);

@@ -150,14 +150,16 @@ function podResourceSums(pod: V1Pod, kind: 'requests' | 'limits'): { sums: Resou
 /**
  * kubelet's ResourceConfigForPod with CFS quota enforced: shares from the summed cpu requests; for Guaranteed
  * pods, and Burstable pods whose every container declares the limit, the summed cpu limit as quota and the
- * summed memory limit; BestEffort pods get the minimum shares only.
+ * summed memory limit; BestEffort pods get the minimum shares only. Every pod gets the node's podPidsLimit when it
+ * is positive (kubelet's pod container manager adds it; -1 and 0 leave pids.max alone).
  */
-export function podCgroupResources(pod: V1Pod): PodCgroupSettings {
+export function podCgroupResources(pod: V1Pod, podPidsLimit = -1): PodCgroupSettings {
+  const pids = podPidsLimit > 0 ? { pidsLimit: podPidsLimit } : {};
   const qos = podQOSClass(pod);
-  if (qos === 'BestEffort') return { cpuShares: minShares };
+  if (qos === 'BestEffort') return { cpuShares: minShares, ...pids };
   const requests = podResourceSums(pod, 'requests').sums;
   const { sums: limits, declared } = podResourceSums(pod, 'limits');
-  const result: PodCgroupSettings = { cpuShares: milliCPUToShares(toSafeNumber(requests.cpu)) };
+  const result: PodCgroupSettings = { cpuShares: milliCPUToShares(toSafeNumber(requests.cpu)), ...pids };
   if (qos === 'Guaranteed' || declared.cpu) {
     result.cpuQuota = milliCPUToQuota(toSafeNumber(limits.cpu));
     result.cpuPeriod = quotaPeriod;

@@ -36,6 +36,8 @@ export interface NodeRuntimeSettings {
   cgroupRoot?: string;
   /** The cgroup driver (the runtime's): with systemd the cgroup parent is given in systemd's slice form. */
   cgroupDriver?: CgroupDriver;
+  /** kubelet's podPidsLimit: every pod cgroup's pids.max when positive (default -1, no limit). */
+  podPidsLimit?: number;
   /** The machine's memory (MemTotal), for Burstable OOM scores; defaults to this host's. */
   memoryCapacityBytes?: bigint;
   /** Directory of Localhost seccomp profiles (kubelet's <root-dir>/seccomp). */

@@ -385,7 +385,7 @@ export async function executePodActions(
       const config = buildSandboxConfig(pod, attempt, deps.node, await sandboxDns(deps, pod));
       await Promise.all([
         deps.files.makeDirs(config.logDirectory, 0o755),
-        deps.podCgroups?.ensurePod(podCgroupParent(pod, deps.node.cgroupRoot), podCgroupResources(pod)),
+        deps.podCgroups?.ensurePod(podCgroupParent(pod, deps.node.cgroupRoot), podCgroupResources(pod, deps.node.podPidsLimit)),
       ]);
       sandboxId = await deps.runtime.runPodSandbox(config, undefined, { signal }).catch((err: unknown) => {
         deps.metrics?.sandboxStarted(true);

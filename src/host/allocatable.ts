@@ -45,6 +45,14 @@ export function nodeCapacity(machine: MachineInfo, maxPods: number): NodeResourc
   return capacity;
 }
 
+/**
+ * kubelet's internal capacity, what its top-level cgroup (kubepods) is limited by: the capacity and the machine's task
+ * limit as `pid`, which the Node's capacity does not list.
+ */
+export function internalCapacity(capacity: NodeResources, machine: Pick<MachineInfo, 'maxPID'>): NodeResources {
+  return machine.maxPID === undefined ? capacity : { ...capacity, pid: whole(BigInt(machine.maxPID), 'DecimalSI') };
+}
+
 /** A hard eviction threshold as an amount of the resource (kubelet's GetThresholdQuantity). */
 function thresholdQuantity(threshold: EvictionThreshold, capacity: Quantity | undefined): Quantity {
   if ('quantity' in threshold) return threshold.quantity;

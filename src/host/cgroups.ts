@@ -40,6 +40,8 @@ export interface PodCgroupSettings {
   cpuQuota?: number;
   cpuPeriod?: number;
   memoryLimitInBytes?: number;
+  /** pids.max (kubelet's podPidsLimit, when positive). */
+  pidsLimit?: number;
 }
 
 const v1Controllers = new Set([
@@ -100,6 +102,7 @@ export function unifiedControls(settings: PodCgroupSettings): [file: string, val
     controls.push(['cpu.max', `${settings.cpuQuota} ${settings.cpuPeriod}`]);
   }
   if (settings.memoryLimitInBytes !== undefined && settings.memoryLimitInBytes > 0) controls.push(['memory.max', String(settings.memoryLimitInBytes)]);
+  if (settings.pidsLimit !== undefined && settings.pidsLimit > 0) controls.push(['pids.max', String(settings.pidsLimit)]);
   return controls;
 }
 
@@ -170,6 +173,7 @@ export function sliceProperties(spec: SliceSpec): string[][] {
     props.push(['CPUQuotaPeriodUSec', 't', String(s.cpuPeriod)]);
   }
   if (s.memoryLimitInBytes !== undefined && s.memoryLimitInBytes > 0) props.push(['MemoryMax', 't', String(s.memoryLimitInBytes)]);
+  if (s.pidsLimit !== undefined && s.pidsLimit > 0) props.push(['TasksMax', 't', String(s.pidsLimit)]);
   return props;
 }
 
@@ -427,6 +431,9 @@ export class PodCgroupManager {
     }
     if (this.has(h, 'memory') && settings.memoryLimitInBytes !== undefined && settings.memoryLimitInBytes > 0) {
       await this.fs.writeControl(join(dir, 'memory.limit_in_bytes'), String(settings.memoryLimitInBytes));
+    }
+    if (this.has(h, 'pids') && settings.pidsLimit !== undefined && settings.pidsLimit > 0) {
+      await this.fs.writeControl(join(dir, 'pids.max'), String(settings.pidsLimit));
     }
   }
 

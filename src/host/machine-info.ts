@@ -21,6 +21,8 @@ export interface MachineInfo {
   hugePages: HugePageInfo[];
   /** Size of the filesystem holding the agent's root dir (kubelet's root filesystem: ephemeral-storage capacity). */
   rootFsCapacityBytes: bigint;
+  /** The system-wide limit on tasks (kubelet's pidlimit: the smaller of kernel.pid_max and kernel.threads-max), if readable. */
+  maxPID?: number;
 }
 
 /** Node's process.arch to Go's GOARCH. */
@@ -83,9 +85,15 @@ async function readHugePages(dir = '/sys/kernel/mm/hugepages'): Promise<HugePage
   return pools.sort((a, b) => a.pageSizeKiB - b.pageSizeKiB);
 }
 
+/** kubelet's pidlimit.Stats MaxPID: the smaller of the two system-wide task limits that parse; undefined when neither does. */
+export function maxPIDFrom(pidMax: string, threadsMax: string): number | undefined {
+  const limits = [pidMax, threadsMax].map((t) => t.trim()).filter((t) => /^\d+$/.test(t)).map(Number);
+  return limits.length > 0 ? Math.min(...limits) : undefined;
+}
+
 /** Reads the machine's facts. The ids come from the files cAdvisor reads, in its order. */
 export async function readMachineInfo(rootDir: string): Promise<MachineInfo> {
-  const [machineID, systemUUID, bootID, osRelease, meminfo, hugePages, fs] = await Promise.all([
+  const [machineID, systemUUID, bootID, osRelease, meminfo, hugePages, fs, pidMax, threadsMax] = await Promise.all([
     firstReadable(['/etc/machine-id', '/var/lib/dbus/machine-id']),
     firstReadable(['/sys/class/dmi/id/product_uuid', '/proc/device-tree/system-id', '/proc/device-tree/vm,uuid']),
     firstReadable(['/proc/sys/kernel/random/boot_id']),
@@ -93,7 +101,10 @@ export async function readMachineInfo(rootDir: string): Promise<MachineInfo> {
     readFile('/proc/meminfo', 'utf8').catch(() => ''),
     readHugePages(),
     statfs(rootDir, { bigint: true }),
+    readFile('/proc/sys/kernel/pid_max', 'utf8').catch(() => ''),
+    readFile('/proc/sys/kernel/threads-max', 'utf8').catch(() => ''),
   ]);
+  const maxPID = maxPIDFrom(pidMax, threadsMax);
   return {
     machineID,
     systemUUID,
@@ -105,5 +116,6 @@ export async function readMachineInfo(rootDir: string): Promise<MachineInfo> {
     memoryCapacityBytes: parseMemTotal(meminfo) ?? 0n,
     hugePages,
     rootFsCapacityBytes: fs.blocks * fs.bsize,
+    ...(maxPID === undefined ? {} : { maxPID }),
   };
 }

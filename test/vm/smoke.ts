@@ -1,7 +1,7 @@
 // The VM test's smoke suite, run inside the Debian 12 guest (systemd, cgroup v2) by test/vm/guest.sh against nodelet
 // running as its systemd unit on the static pods of test/vm/manifests. Each check appends one line to the results file,
 // `PASS <phase>/<check>: <detail>` or `FAIL <phase>/<check>: <why>`; the host's Jest test (test/integration/vm) asserts
-// them. Usage: node smoke.js first|rebooted RESULTS cgroupfs|systemd
+// them. Usage: node smoke.js first|rebooted RESULTS cgroupfs|systemd POD_PIDS_LIMIT (nodelet's podPidsLimit)
 import { execFileSync } from 'node:child_process';
 import { appendFile, readdir, readFile, writeFile } from 'node:fs/promises';
 import { get } from 'node:http';
@@ -14,7 +14,7 @@ const cgroupMount = '/sys/fs/cgroup';
 const snapshotFile = '/var/lib/nodelet-vm-test/before-reboot.json';
 const mi = 1024 * 1024;
 
-const [phase = '', resultsFile = '', driver = ''] = process.argv.slice(2);
+const [phase = '', resultsFile = '', driver = '', podPidsLimit = ''] = process.argv.slice(2);
 
 async function check(name: string, fn: () => Promise<string>): Promise<boolean> {
   const started = Date.now();
@@ -128,11 +128,18 @@ async function expectControl(dir: string, file: string, want: string): Promise<s
   return `${join(dir, file)} = ${got}`;
 }
 
+const kubepods = () => join(cgroupMount, driver === 'systemd' ? 'kubepods.slice' : 'kubepods');
+
 /** kubelet's enforceNodeAllocatable [pods] with no reservations: kubepods is limited to the machine's memory. */
 async function kubepodsLimit(): Promise<string> {
-  const kubepods = join(cgroupMount, driver === 'systemd' ? 'kubepods.slice' : 'kubepods');
   const memTotal = /^MemTotal:\s+(\d+) kB/m.exec(await readFile('/proc/meminfo', 'utf8'))?.[1];
-  return expectControl(kubepods, 'memory.max', String(Number(memTotal) * 1024));
+  return expectControl(kubepods(), 'memory.max', String(Number(memTotal) * 1024));
+}
+
+/** ... and to the machine's task limit, the smaller of kernel.pid_max and kernel.threads-max. */
+async function kubepodsPidsLimit(): Promise<string> {
+  const limits = await Promise.all(['pid_max', 'threads-max'].map(async (f) => Number(await readFile(`/proc/sys/kernel/${f}`, 'utf8'))));
+  return expectControl(kubepods(), 'pids.max', String(Math.min(...limits)));
 }
 
 /** The web pod's cgroups: the pod's at kubelet's path with the pod's limit, the container's inside it with its own. */
@@ -151,7 +158,9 @@ async function webCgroups(web: V1Pod): Promise<void> {
   });
   await check('pod memory.max', () => expectControl(expectedPodCgroup(uid), 'memory.max', String(64 * mi)));
   await check('pod cpu.max', () => expectControl(expectedPodCgroup(uid), 'cpu.max', '25000 100000'));
+  await check('pod pids.max', () => expectControl(expectedPodCgroup(uid), 'pids.max', podPidsLimit));
   await check('kubepods memory.max', kubepodsLimit);
+  await check('kubepods pids.max', kubepodsPidsLimit);
 }
 
 interface Snapshot {
@@ -228,4 +237,4 @@ async function rebooted(): Promise<void> {
 
 if (phase === 'first') await first();
 else if (phase === 'rebooted') await rebooted();
-else throw new Error(`usage: smoke.js first|rebooted RESULTS cgroupfs|systemd (got ${phase})`);
+else throw new Error(`usage: smoke.js first|rebooted RESULTS cgroupfs|systemd POD_PIDS_LIMIT (got ${phase})`);

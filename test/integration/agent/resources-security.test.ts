@@ -1,6 +1,7 @@
 // Resources and security contexts checked where they take effect: pod and container cgroups, OOM scores, /proc of the container's process.
 import { existsSync } from 'node:fs';
-import { readFile, readlink, readdir, rm } from 'node:fs/promises';
+import { readFile, readlink, readdir, rm, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { qosCgroups } from '../../../src/host/cgroups.js';
 import { busybox, containerPid, runtimeObjects, staticName, waitFor, waitForRuntimeGone, testAgent } from '../helpers/agent.js';
@@ -8,6 +9,8 @@ import { busybox, containerPid, runtimeObjects, staticName, waitFor, waitForRunt
 const { agent, cri, uids: seenUids } = await testAgent();
 const cgroupRoot = '/sys/fs/cgroup';
 const mi = 1024 * 1024;
+/** The agent's podPidsLimit: every pod cgroup's pids.max (the pods here run a handful of processes each). */
+const podPidsLimit = 64;
 
 /** A one-container busybox pod; `spec` and `container` are YAML lines at their indentation. */
 function manifest(name: string, opts: { spec?: string; container?: string; command?: string; restartPolicy?: string } = {}): string {
@@ -42,6 +45,8 @@ const manifests: Record<string, string> = {
   unsafesysctl: manifest('unsafesysctl', { spec: '  securityContext:\n    sysctls: [{name: kernel.msgmax, value: "65536"}]\n' }),
   hostpid: manifest('hostpid', { spec: '  hostPID: true\n' }),
   privileged: manifest('privileged', { container: '    securityContext: {privileged: true}\n' }),
+  // Starts 100 sleeps in a subshell; past the pod's pids.max a fork fails and the subshell says so on stderr.
+  forks: manifest('forks', { command: '(i=0; while [ $i -lt 100 ]; do sleep 600 & i=$((i+1)); done; echo all 100 started); exec sleep 3600' }),
 };
 
 const running = (p: V1Pod) => p.status?.phase === 'Running' && !!p.status.containerStatuses?.[0]?.state?.running;
@@ -91,7 +96,9 @@ async function podCgroupsLeft(uids: string[]): Promise<string[]> {
 }
 
 beforeAll(async () => {
-  await agent.start();
+  const config = join(dirname(agent.rootDir), 'kubelet-config.yaml');
+  await writeFile(config, `apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\npodPidsLimit: ${podPidsLimit}\n`);
+  await agent.start(['--config', config]);
   for (const [name, text] of Object.entries(manifests)) await agent.writeManifest(`${name}.yaml`, text);
 });
 
@@ -142,6 +149,25 @@ describe('resources', () => {
     expect(await readControl('cpu', cpuPath, 'cpu.shares')).toBe('2');
     expect(await readControl('cpu', '/kubepods/besteffort', 'cpu.shares')).toBe('2');
     expect((await readFile(`/proc/${pid}/oom_score_adj`, 'utf8')).trim()).toBe('1000');
+  });
+
+  test('podPidsLimit: the pod cgroup in the pids hierarchy has pids.max, and a fork past it fails in the pod; kubepods has the node\'s', async () => {
+    const p = await runningPod('forks');
+    const pid = await containerPid(cri, containerId(p));
+    const podPath = `/kubepods/besteffort/pod${p.metadata!.uid}`;
+    expect(await cgroupOf(pid, 'pids')).toBe(`${podPath}/${containerId(p)}`);
+    expect(await readControl('pids', podPath, 'pids.max')).toBe(String(podPidsLimit));
+    const log = join(agent.podLogsDir, `default_${p.metadata!.name}_${p.metadata!.uid}`, 'main', '0.log');
+    const output = await waitFor('the fork loop to end', async () => {
+      const text = await readFile(log, 'utf8').catch(() => '');
+      return /can't fork|all 100 started/.test(text) ? text : undefined;
+    }, 60_000, 500);
+    expect(output).toMatch(/can't fork/);
+    expect(output).not.toMatch(/all 100 started/);
+    expect(Number(await readControl('pids', podPath, 'pids.current'))).toBeLessThanOrEqual(podPidsLimit);
+    // kubepods: the machine's task limit (no pid reservation here), as kubelet's node allocatable enforcement sets it.
+    const taskLimit = Math.min(...(await Promise.all(['pid_max', 'threads-max'].map((f) => readFile(`/proc/sys/kernel/${f}`, 'utf8')))).map(Number));
+    expect(await readControl('pids', '/kubepods', 'pids.max')).toBe(String(taskLimit));
   });
 
   test('a container allocating past its memory limit ends OOMKilled', async () => {

@@ -1,13 +1,15 @@
-// kind's KubeletConfiguration (test/fixtures/kind/kubelet-config.yaml, unchanged) as nodelet's --config on a node of the
-// REAL control plane: cluster DNS in the pods' /etc/resolv.conf (ClusterFirst, None with dnsConfig, a host-network pod's
+// kind's KubeletConfiguration (test/fixtures/kind/kubelet-config.yaml) as nodelet's --config on a node of the REAL
+// control plane, unchanged but for cgroupDriver (kind's systemd; the rig's containerd here is cgroupfs, and a driver that
+// differs from the runtime's is refused at start, which the first test shows with the file unchanged): cluster DNS in the pods' /etc/resolv.conf (ClusterFirst, None with dnsConfig, a host-network pod's
 // Default), the service environment variables of the pod's namespace and default/kubernetes, the pods' cgroups under
 // kind's cgroupRoot /kubelet, kubelet's healthz on 127.0.0.1:10248. What a container saw is read from its log file.
 import { readFileSync } from 'node:fs';
-import { mkdir, readdir, readFile, rmdir } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, rmdir, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { V1Pod, V1Service } from '@kubernetes/client-node';
 import { parseCgroupMounts } from '../../../src/host/cgroups.js';
-import { busybox, waitFor } from '../helpers/agent.js';
+import { AgentProcess, busybox, waitFor } from '../helpers/agent.js';
 import { startRealCluster, type RealCluster } from '../helpers/real-cluster.js';
 
 const kindConfig = new URL('../../../../test/fixtures/kind/kubelet-config.yaml', import.meta.url).pathname;
@@ -27,12 +29,18 @@ async function removeCgroupTree(dir: string): Promise<void> {
 }
 
 let cluster: RealCluster;
+const work = await mkdtemp(join(tmpdir(), 'nodelet-kind-config-'));
+/** kind's file with the rig's runtime's cgroup driver. */
+const kindConfigCgroupfs = join(work, 'kubelet-config.yaml');
 
 beforeAll(async () => {
   for (const h of hierarchies) await mkdir(join(h.mountPoint, cgroupRoot), { recursive: true });
+  const kind = await readFile(kindConfig, 'utf8');
+  expect(kind).toMatch(/^cgroupDriver: systemd$/m);
+  await writeFile(kindConfigCgroupfs, kind.replace(/^cgroupDriver: systemd$/m, 'cgroupDriver: cgroupfs'));
   // kind's file names the client CA /etc/kubernetes/pki/ca.crt, where `kubeadm join` puts the cluster's CA; the test gives
   // nodelet that CA by flag (flags win over the file, as in kubelet) rather than writing into the host's /etc/kubernetes.
-  cluster = await startRealCluster({ agentArgs: (dir) => ['--config', kindConfig, '--client-ca-file', join(dir, 'ca.crt')] });
+  cluster = await startRealCluster({ agentArgs: (dir) => ['--config', kindConfigCgroupfs, '--client-ca-file', join(dir, 'ca.crt')] });
 }, 420_000);
 
 afterAll(async () => {
@@ -40,8 +48,23 @@ afterAll(async () => {
     await cluster?.stop();
   } finally {
     for (const h of hierarchies) await removeCgroupTree(join(h.mountPoint, cgroupRoot));
+    await rm(work, { recursive: true, force: true });
   }
 }, 300_000);
+
+test("kind's file unchanged (cgroupDriver systemd) beside this runtime (SystemdCgroup false) is refused at start, naming both", async () => {
+  const agent = await AgentProcess.create();
+  try {
+    await expect(agent.start(['--config', kindConfig])).rejects.toThrow(/nodelet exited early \(2\)/);
+    expect(agent.logLines().filter((l) => l.level === 60).map((l) => l.msg)).toEqual([
+      `cgroupDriver: "systemd" does not match the container runtime's cgroup driver "cgroupfs" (its runc runtime's SystemdCgroup = false): ` +
+        "configure both alike, cgroupDriver in --config and SystemdCgroup in the runtime's configuration",
+    ]);
+    expect(agent.running).toBe(false);
+  } finally {
+    await agent.cleanupDirs();
+  }
+});
 
 /** The pod's container log as the container wrote it (CRI log lines: time, stream, tag, text). */
 async function containerOutput(pod: V1Pod, container: string): Promise<string> {
@@ -92,10 +115,10 @@ let kubernetes: V1Service;
 test("the kind configuration's node: healthz on 127.0.0.1:10248, and a Service in the pods' namespace", async () => {
   const res = await fetch('http://127.0.0.1:10248/healthz');
   expect([res.status, await res.text()]).toEqual([200, 'ok']);
-  // Loaded unchanged: no warnings; cgroupDriver systemd gives way to the runtime's cgroupfs, as kubelet 1.32 does.
+  // Loaded with no warnings; the cgroup driver is the runtime's.
   const lines = cluster.agent.logLines();
   expect(lines.filter((l) => String(l.msg).includes('kubelet-config.yaml'))).toEqual([]);
-  expect(lines.find((l) => l.msg === 'Using cgroup driver setting received from the CRI runtime')).toMatchObject({ cgroupDriver: 'cgroupfs' });
+  expect(lines.find((l) => l.msg === "cgroupDriver matches the container runtime's")).toMatchObject({ cgroupDriver: 'cgroupfs' });
 
   await cluster.kubectl.run('create', 'namespace', ns);
   await cluster.kubectl.fromFile('apply', 'svc.yaml', `apiVersion: v1

@@ -139,6 +139,16 @@ export async function freePorts(n: number): Promise<number[]> {
 const nodeReady = (n: V1Node | undefined) => n?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 
 /**
+ * kubeadm's CoreDNS scaled to 0 and its kube-proxy DaemonSet given a nodeSelector no node has, before any node joins:
+ * their pods would pull images from registry.k8s.io (no traffic leaves this host in tests).
+ */
+export async function keepAddonsOffNodes(kubectl: Kubectl): Promise<void> {
+  await kubectl.run('-n', 'kube-system', 'scale', 'deployment', 'coredns', '--replicas=0');
+  await kubectl.run('-n', 'kube-system', 'patch', 'daemonset', 'kube-proxy', '--type=merge', '-p',
+    JSON.stringify({ spec: { template: { spec: { nodeSelector: { 'nodelet.test/kube-proxy': 'never' } } } } }));
+}
+
+/**
  * Brings up the control plane in a fresh temp dir, writes the node's credentials, starts nodelet as that node against
  * the rig's containerd, and returns once the Node is Ready and nodelet allocates pod IPs from the Node's podCIDR.
  * On failure everything started is stopped again.
@@ -186,11 +196,7 @@ export async function startRealCluster(opts: RealClusterOptions = {}): Promise<R
     await rm(join(dir, 'work'), { recursive: true, force: true });
     await execa('mkdir', ['-p', join(dir, 'work')]);
     kubectl = new Kubectl(plane.adminKubeconfig, join(dir, 'kube-cache'), join(dir, 'work'), join(binDir, 'kubectl'));
-    if (!opts.keepAddons) {
-      await kubectl.run('-n', 'kube-system', 'scale', 'deployment', 'coredns', '--replicas=0');
-      await kubectl.run('-n', 'kube-system', 'patch', 'daemonset', 'kube-proxy', '--type=merge', '-p',
-        JSON.stringify({ spec: { template: { spec: { nodeSelector: { 'nodelet.test/kube-proxy': 'never' } } } } }));
-    }
+    if (!opts.keepAddons) await keepAddonsOffNodes(kubectl);
     // No pods run now (tests hold the rig's lock): a gateway address an earlier run left on the pod bridge would keep
     // nodelet from switching the bridge to the podCIDR the controller-manager allocates.
     await execa('ip', ['addr', 'flush', 'dev', runtime.podBridge, 'scope', 'global'], { reject: false });

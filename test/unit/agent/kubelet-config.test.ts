@@ -17,6 +17,7 @@ test("kubelet's defaults for the settings nodelet honours", () => {
     nodeStatusReportFrequencyMs: 300_000,
     nodeLeaseDurationSeconds: 40,
     maxPods: 110,
+    podPidsLimit: -1,
     kubeAPIQPS: 50,
     kubeAPIBurst: 100,
     port: 10250,
@@ -37,6 +38,7 @@ nodeStatusUpdateFrequency: 4s
 nodeStatusReportFrequency: 1m0s
 nodeLeaseDurationSeconds: 20
 maxPods: 30
+podPidsLimit: 1024
 kubeAPIQPS: 10
 kubeAPIBurst: 20
 podCIDR: 10.244.1.0/24
@@ -66,6 +68,7 @@ evictionHard:
     nodeStatusReportFrequencyMs: 60_000,
     nodeLeaseDurationSeconds: 20,
     maxPods: 30,
+    podPidsLimit: 1024,
     kubeAPIQPS: 10,
     kubeAPIBurst: 20,
     podCIDR: '10.244.1.0/24',
@@ -301,4 +304,11 @@ authorization:
     expect(c.tlsCipherSuites).toEqual(['TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256', 'TLS_AES_128_GCM_SHA256']);
     expect(() => resolveKubeletConfiguration(undefined, new Map([['authorization-mode', 'Node']]), new Set(['authorization-mode']))).toThrow('--authorization-mode');
   });
+});
+
+test('podPidsLimit: -1 (no limit) and up; below is an error naming the field', () => {
+  expect(parse('podPidsLimit: -1\n').podPidsLimit).toBe(-1);
+  expect(parse('podPidsLimit: 0\n').podPidsLimit).toBe(0);
+  expect(() => parse('podPidsLimit: -2\n')).toThrow(/podPidsLimit: must be at least -1, not -2/);
+  expect(() => parse('podPidsLimit: "100"\n')).toThrow(/podPidsLimit: must be an integer/);
 });

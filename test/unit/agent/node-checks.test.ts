@@ -25,18 +25,23 @@ describe('the cgroup driver', () => {
     expect(cgroupDriverFromStatusInfo({ config: 'not json' })).toBeUndefined();
   });
 
-  test("the runtime's driver wins over the configuration (KubeletCgroupDriverFromCRI); systemd without systemd or cgroup v2 is refused naming the field", () => {
+  test("a configured driver that differs from the runtime's is refused naming both; systemd without systemd or cgroup v2 is refused naming the field", () => {
     const v2 = { systemdRunning: true, unified: true };
-    expect(effectiveCgroupDriver('systemd', 'cgroupfs', v2)).toBe('cgroupfs');
+    expect(effectiveCgroupDriver('cgroupfs', 'cgroupfs', v2)).toBe('cgroupfs');
     expect(effectiveCgroupDriver('cgroupfs', undefined, v2)).toBe('cgroupfs');
-    expect(effectiveCgroupDriver('cgroupfs', 'systemd', v2)).toBe('systemd');
+    expect(effectiveCgroupDriver('systemd', 'systemd', v2)).toBe('systemd');
     expect(effectiveCgroupDriver('systemd', undefined, v2)).toBe('systemd');
+    expect(() => effectiveCgroupDriver('systemd', 'cgroupfs', v2)).toThrow(AgentConfigError);
+    expect(() => effectiveCgroupDriver('systemd', 'cgroupfs', v2)).toThrow(
+      'cgroupDriver: "systemd" does not match the container runtime\'s cgroup driver "cgroupfs" (its runc runtime\'s SystemdCgroup = false): ' +
+        "configure both alike, cgroupDriver in --config and SystemdCgroup in the runtime's configuration",
+    );
+    expect(() => effectiveCgroupDriver('cgroupfs', 'systemd', v2)).toThrow(/^cgroupDriver: "cgroupfs" does not match the container runtime's cgroup driver "systemd" \(its runc runtime's SystemdCgroup = true\)/);
     // This machine's kind: cgroup v1 without systemd.
     const v1 = { systemdRunning: false, unified: false };
-    expect(effectiveCgroupDriver('systemd', 'cgroupfs', v1)).toBe('cgroupfs');
-    expect(() => effectiveCgroupDriver('cgroupfs', 'systemd', v1)).toThrow(AgentConfigError);
-    expect(() => effectiveCgroupDriver('cgroupfs', 'systemd', v1)).toThrow(
-      /^cgroupDriver: systemd \(the container runtime's: SystemdCgroup = true\) cannot be used: systemd is not running as PID 1/,
+    expect(effectiveCgroupDriver('cgroupfs', 'cgroupfs', v1)).toBe('cgroupfs');
+    expect(() => effectiveCgroupDriver('systemd', 'systemd', v1)).toThrow(
+      /^cgroupDriver: systemd \(--config, and the container runtime's SystemdCgroup = true\) cannot be used: systemd is not running as PID 1/,
     );
     expect(() => effectiveCgroupDriver('systemd', undefined, { systemdRunning: true, unified: false })).toThrow(
       /^cgroupDriver: systemd \(--config\) cannot be used: nodelet implements it on cgroup v2 hosts only/,

@@ -134,6 +134,13 @@ describe('pod cgroups', () => {
     expect(podCgroupResources(pod([container('a')]))).toEqual({ cpuShares: 2 });
   });
 
+  test("every pod gets the node's podPidsLimit when it is positive (kubelet's pod container manager)", () => {
+    expect(podCgroupResources(pod([container('a')]), 1024)).toEqual({ cpuShares: 2, pidsLimit: 1024 });
+    expect(podCgroupResources(pod([guaranteed]), 64).pidsLimit).toBe(64);
+    expect(podCgroupResources(pod([guaranteed]), -1)).not.toHaveProperty('pidsLimit');
+    expect(podCgroupResources(pod([guaranteed]), 0)).not.toHaveProperty('pidsLimit');
+  });
+
   test('an init container larger than the regular containers sets the pod request; sidecars add up', () => {
     const app = container('app', { requests: { cpu: '100m' } });
     const bigInit = container('init', { requests: { cpu: '1' } });

@@ -1,6 +1,6 @@
 // The node's capacity and allocatable as kubelet computes them from the machine and the reservations.
 import { parseQuantity } from '../../../src/core/quantity.js';
-import { formatResourceList, nodeAllocatable, nodeCapacity, type NodeReservation } from '../../../src/host/allocatable.js';
+import { formatResourceList, internalCapacity, nodeAllocatable, nodeCapacity, type NodeReservation } from '../../../src/host/allocatable.js';
 import type { MachineInfo } from '../../../src/host/machine-info.js';
 import { defaultReservation, machine } from '../fakes/machine.js';
 
@@ -42,6 +42,16 @@ describe('capacity and allocatable', () => {
     expect(a['ephemeral-storage']).toBe('90Gi');
     expect(a.pods).toBe('20');
     expect(a).not.toHaveProperty('pid');
+  });
+
+  test("kubepods' internal capacity adds the machine's task limit as pid, and the pid reservations come off it", () => {
+    const capacity = nodeCapacity(machine, 110);
+    expect(internalCapacity(capacity, {})).toBe(capacity);
+    const internal = internalCapacity(capacity, { maxPID: 32768 });
+    expect(formatResourceList(internal).pid).toBe('32768');
+    expect(capacity).not.toHaveProperty('pid');
+    const reservation: NodeReservation = { systemReserved: { pid: parseQuantity('1000') }, kubeReserved: { pid: parseQuantity('768') }, evictionHard: {} };
+    expect(nodeAllocatable(internal, reservation).pid?.value()).toBe(31000n);
   });
 
   test('a percentage threshold is a share of the capacity; allocatable never goes negative; hugepages leave memory', () => {

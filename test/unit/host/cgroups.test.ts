@@ -1,7 +1,7 @@
 // Cgroup hierarchy discovery from mountinfo, and pod cgroup removal on a directory tree standing in for cgroupfs.
 import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import {
   PodCgroupManager,
   cpuWeightFromShares,
@@ -12,6 +12,7 @@ import {
   parseCgroupMounts,
   subtreeControlWrite,
   unifiedControls,
+  type CgroupFs,
   type CgroupHierarchy,
 } from '../../../src/host/cgroups.js';
 import { InMemoryCgroupFs } from '../fakes/in-memory-cgroupfs.js';
@@ -128,6 +129,33 @@ describe("PodCgroupManager under a cgroupRoot (kubelet's cgroupRoot, kind's /kub
   });
 });
 
+describe('PodCgroupManager on a cgroup v1 host', () => {
+  test('the pod limits in the cpu, memory and pids hierarchies: pids.max from podPidsLimit, nothing without it', async () => {
+    const mount = '/sys/fs/cgroup';
+    const hierarchies: CgroupHierarchy[] = ['cpu', 'memory', 'pids'].map((c) => ({ mountPoint: `${mount}/${c}`, version: 1 as const, controllers: [c] }));
+    // A v1 hierarchy's files, as far as the writes go: directories made, control files written.
+    const dirs = new Set(hierarchies.map((h) => h.mountPoint));
+    const writes = new Map<string, string>();
+    const fail = (code: string) => Promise.reject(Object.assign(new Error(code), { code }));
+    const fs: CgroupFs = {
+      mkdir: (p) => (dirs.has(p) ? fail('EEXIST') : dirs.has(dirname(p)) ? Promise.resolve(void dirs.add(p)) : fail('ENOENT')),
+      rmdir: async (p) => void dirs.delete(p),
+      readFile: async (p) => writes.get(p) ?? '',
+      writeControl: async (p, v) => void (dirs.has(dirname(p)) ? writes.set(p, v) : undefined),
+      subdirs: async () => [],
+    };
+    const manager = new PodCgroupManager(hierarchies, '/', fs);
+    await manager.ensurePod('/kubepods/burstable/podaaa', { cpuShares: 102, cpuQuota: 25_000, cpuPeriod: 100_000, memoryLimitInBytes: 67_108_864, pidsLimit: 128 });
+    await manager.ensurePod('/kubepods/besteffort/podbbb', { cpuShares: 2 });
+    const pod = (c: string, uid: string) => `${mount}/${c}/kubepods/${uid === 'aaa' ? 'burstable' : 'besteffort'}/pod${uid}`;
+    expect(writes.get(`${pod('pids', 'aaa')}/pids.max`)).toBe('128');
+    expect(writes.get(`${pod('memory', 'aaa')}/memory.limit_in_bytes`)).toBe('67108864');
+    expect(writes.get(`${pod('cpu', 'aaa')}/cpu.cfs_quota_us`)).toBe('25000');
+    expect(dirs.has(pod('pids', 'bbb'))).toBe(true);
+    expect(writes.has(`${pod('pids', 'bbb')}/pids.max`)).toBe(false);
+  });
+});
+
 describe('cgroup v2: kubelet conversions', () => {
   test('cpu.weight from cpu.shares (1 + ((shares - 2) * 9999) / 262142, integer)', () => {
     expect(cpuWeightFromShares(2)).toBe(1);
@@ -144,6 +172,7 @@ describe('cgroup v2: kubelet conversions', () => {
       ['memory.max', '67108864'],
     ]);
     expect(unifiedControls({ cpuShares: 2 })).toEqual([['cpu.weight', '1']]);
+    expect(unifiedControls({ cpuShares: 2, pidsLimit: 1024 })).toEqual([['cpu.weight', '1'], ['pids.max', '1024']]);
     expect(unifiedControls({ cpuShares: 1024, cpuQuota: 0, cpuPeriod: 100_000, memoryLimitInBytes: 0 })).toEqual([['cpu.weight', '39']]);
   });
 
@@ -198,10 +227,11 @@ describe('PodCgroupManager on a cgroup v2 host', () => {
     expect(fs.dirs.has(`${mount}/kubepods`)).toBe(false);
   });
 
-  test("node allocatable enforced on kubepods: cpu weight from the allocatable cpu's shares, memory.max", async () => {
+  test("node allocatable enforced on kubepods: cpu weight from the allocatable cpu's shares, memory.max, pids.max", async () => {
     const { fs, manager } = setup();
-    await manager.limitKubepods({ cpuShares: 2048, memoryLimitInBytes: 8 * 1024 ** 3 });
-    expect([fs.read(`${mount}/kubepods/cpu.weight`), fs.read(`${mount}/kubepods/memory.max`)]).toEqual(['79', String(8 * 1024 ** 3)]);
+    await manager.limitKubepods({ cpuShares: 2048, memoryLimitInBytes: 8 * 1024 ** 3, pidsLimit: 31000 });
+    expect([fs.read(`${mount}/kubepods/cpu.weight`), fs.read(`${mount}/kubepods/memory.max`), fs.read(`${mount}/kubepods/pids.max`)]).toEqual(
+      ['79', String(8 * 1024 ** 3), '31000']);
     expect(fs.dirs.has(`${mount}/kubepods/burstable`)).toBe(true);
   });
 });
@@ -228,7 +258,7 @@ describe('the systemd cgroup driver', () => {
     const props = sliceProperties({
       unit: 'kubepods-burstable-podx.slice',
       parent: 'kubepods-burstable.slice',
-      settings: { cpuShares: 102, cpuQuota: 25_000, cpuPeriod: 100_000, memoryLimitInBytes: 67_108_864 },
+      settings: { cpuShares: 102, cpuQuota: 25_000, cpuPeriod: 100_000, memoryLimitInBytes: 67_108_864, pidsLimit: 256 },
     });
     expect(props).toEqual(
       expect.arrayContaining([
@@ -238,6 +268,7 @@ describe('the systemd cgroup driver', () => {
         ['CPUQuotaPerSecUSec', 't', '250000'],
         ['CPUQuotaPeriodUSec', 't', '100000'],
         ['MemoryMax', 't', '67108864'],
+        ['TasksMax', 't', '256'],
       ]),
     );
     expect(props.map((p) => p[0])).not.toContain('Delegate');
