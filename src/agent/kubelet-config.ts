@@ -63,6 +63,10 @@ export interface KubeletConfiguration {
   cgroupRoot: string;
   /** Refuse to start while swap is on (/proc/swaps). */
   failSwapOn: boolean;
+  /** Pull one image at a time (kubelet's default true; false when maxParallelImagePulls of 2 or more is set and this is not). */
+  serializeImagePulls: boolean;
+  /** At most this many parallel pulls (only without serializeImagePulls); undefined: no limit. */
+  maxParallelImagePulls?: number;
   /** Image GC thresholds, validated (0-100, low < high); nodelet removes no images yet. */
   imageGCHighThresholdPercent: number;
   imageGCLowThresholdPercent: number;
@@ -173,6 +177,7 @@ export function defaultKubeletConfiguration(): KubeletConfiguration {
     enforceNodeAllocatable: ['pods'],
     cgroupRoot: '/',
     failSwapOn: true,
+    serializeImagePulls: true,
     imageGCHighThresholdPercent: 85,
     imageGCLowThresholdPercent: 80,
     healthzBindAddress: '127.0.0.1',
@@ -236,8 +241,6 @@ const ignoredFields: Record<string, IgnoredField> = {
   maxOpenFiles: { kind: 'int', inert: [0, 1_000_000] },
   // nodelet speaks JSON to the API server.
   contentType: { kind: 'string', inert: ['', 'application/vnd.kubernetes.protobuf', 'application/json'] },
-  serializeImagePulls: { kind: 'bool', default: true },
-  maxParallelImagePulls: { kind: 'int' },
   evictionSoft: { kind: 'stringMap' },
   evictionSoftGracePeriod: { kind: 'stringMap' },
   evictionPressureTransitionPeriod: { kind: 'duration', defaultMs: 300_000 },
@@ -700,6 +703,13 @@ export function parseKubeletConfiguration(text: string, source: string): Kubelet
       case 'imageGCLowThresholdPercent':
         out[field] = r.int(field, value, 0, 100);
         break;
+      case 'serializeImagePulls':
+        out.serializeImagePulls = r.bool(field, value);
+        break;
+      case 'maxParallelImagePulls':
+        // kubelet's validation: "must be a positive number".
+        if (value !== null) out.maxParallelImagePulls = r.int(field, value, 1);
+        break;
       case 'healthzBindAddress':
         out.healthzBindAddress = r.ip(field, value);
         break;
@@ -721,6 +731,11 @@ export function parseKubeletConfiguration(text: string, source: string): Kubelet
   const high = out.imageGCHighThresholdPercent ?? defaults.imageGCHighThresholdPercent;
   const low = out.imageGCLowThresholdPercent ?? defaults.imageGCLowThresholdPercent;
   if (low >= high) r.fail('imageGCLowThresholdPercent', `${low} must be less than imageGCHighThresholdPercent ${high}`);
+  // kubelet's defaulting: serializeImagePulls left out is true unless maxParallelImagePulls is 2 or more.
+  if (out.serializeImagePulls === undefined && out.maxParallelImagePulls !== undefined) out.serializeImagePulls = out.maxParallelImagePulls < 2;
+  if (out.serializeImagePulls === true && (out.maxParallelImagePulls ?? 1) > 1) {
+    r.fail('maxParallelImagePulls', `cannot be larger than 1 unless serializeImagePulls is set to false (it is ${out.maxParallelImagePulls})`);
+  }
   return out;
 }
 

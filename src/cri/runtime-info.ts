@@ -15,6 +15,7 @@ export function networkNotReadyError(c: RuntimeCondition | undefined): string {
 export type CgroupDriver = 'cgroupfs' | 'systemd';
 
 interface ContainerdCriConfig {
+  containerdRootDir?: string;
   containerd?: {
     defaultRuntimeName?: string;
     runtimes?: Record<string, { options?: Record<string, unknown> | null } | undefined>;
@@ -40,4 +41,17 @@ export function cgroupDriverFromStatusInfo(info: Record<string, string>): Cgroup
   if (!runtime) return undefined;
   const options = runtime.options ?? {};
   return options['SystemdCgroup'] === true ? 'systemd' : 'cgroupfs';
+}
+
+/**
+ * containerd's content store directory (`<root>/io.containerd.content.v1.content`, where pulls write their blobs), from
+ * the `config` entry of a verbose Status's info; undefined when the info does not say.
+ */
+export function contentStoreDirFromStatusInfo(info: Record<string, string>): string | undefined {
+  try {
+    const root = (JSON.parse(info['config'] ?? '') as ContainerdCriConfig).containerdRootDir;
+    return root ? `${root}/io.containerd.content.v1.content` : undefined;
+  } catch {
+    return undefined;
+  }
 }
