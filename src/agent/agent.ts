@@ -14,7 +14,7 @@ import { PodNetwork } from '../cni/pod-network.js';
 import { CniShimServer } from '../cni/shim-server.js';
 import { BusctlSystemdUnits, PodCgroupManager } from '../host/cgroups.js';
 import { isSwapOn } from '../host/swap.js';
-import { cgroupDriverFromStatusInfo, contentStoreDirFromStatusInfo, networkNotReadyError, type CgroupDriver } from '../cri/runtime-info.js';
+import { cgroupDriverFromStatusInfo, contentStoreDirFromStatusInfo, sandboxImageFromStatusInfo, networkNotReadyError, type CgroupDriver } from '../cri/runtime-info.js';
 import { runHealthzServer } from './healthz.js';
 import { resolvConfLimitWarning } from '../execution/dns.js';
 import { hostFilesystem } from '../host/filesystem.js';
@@ -28,6 +28,8 @@ import { NodeCredentials } from '../execution/node-credentials.js';
 import { ContentStoreFiles } from '../host/content-store.js';
 import { ImageManager } from '../execution/images.js';
 import { Housekeeping } from '../lifecycle/housekeeping.js';
+import { ImageGCManager } from '../lifecycle/image-gc.js';
+import { filesystemUsage } from '../host/resource-usage.js';
 import { PodWorkers } from '../lifecycle/pod-workers.js';
 import { Relister } from '../lifecycle/relist.js';
 import { RuntimeObserver, type NodeRuntimeSnapshot } from '../lifecycle/runtime-observer.js';
@@ -264,6 +266,21 @@ export class Agent {
       signal,
     });
     const housekeeping = new Housekeeping({ clock, log, pods: workers, volumes, podCgroups, podNetwork });
+    const imageGC = new ImageGCManager({
+      runtime,
+      filesystem: filesystemUsage,
+      sandboxImage: async () => sandboxImageFromStatusInfo(await runtime.statusInfo({ timeoutMs: 2_000 })),
+      events,
+      clock,
+      log,
+      policy: {
+        highThresholdPercent: config.kubelet.imageGCHighThresholdPercent,
+        lowThresholdPercent: config.kubelet.imageGCLowThresholdPercent,
+        minAgeMs: config.kubelet.imageMinimumGCAgeMs,
+        maxAgeMs: config.kubelet.imageMaximumGCAgeMs,
+      },
+      periodMs: config.imageGCPeriodMs,
+    });
     const relister = new Relister(
       observer,
       config.relistPeriodMs,
@@ -320,6 +337,7 @@ export class Agent {
         relister.run(signal),
         networkConfig.watch(signal, () => workers.wakeAll()),
         runHealthzServer({ address: config.kubelet.healthzBindAddress, port: config.kubelet.healthzPort, log }, signal),
+        imageGC.run(signal),
       ]);
     } finally {
       workers.stop();

@@ -8,7 +8,8 @@ import { keyringFromSecrets, lookupCredentials } from '../decisions/pull-credent
 import { defaultImagePullPolicy } from '../core/image-reference.js';
 import type { Backoff } from '../decisions/backoff.js';
 import type { ImageUser } from './security-context.js';
-import { SyncError } from '../core/sync-result.js';
+import { aggregateMessages, SyncError } from '../core/sync-result.js';
+import { formatGoDuration } from '../core/duration.js';
 import type { PodStartupLatencyTracker } from './pod-startup-latency.js';
 import { kubeletErrorText } from '../cri/errors.js';
 import type { NodeCredentials } from './node-credentials.js';
@@ -32,17 +33,6 @@ export interface EnsuredImage {
 /** kubelet's getImageUser: the image's numeric uid, else its user name; an image naming neither runs as root. */
 function imageUser(image: Image | undefined): ImageUser {
   return image?.uid !== undefined ? { uid: image.uid, username: '' } : { username: image?.username ?? '' };
-}
-
-/** Go's time.Duration String of a whole number of milliseconds (kubelet truncates pull times to ms): 523ms, 1.234s, 2m3.5s. */
-export function goDuration(ms: number): string {
-  const total = Math.max(0, Math.floor(ms));
-  if (total === 0) return '0s';
-  if (total < 1000) return `${total}ms`;
-  const h = Math.floor(total / 3_600_000);
-  const m = Math.floor((total % 3_600_000) / 60_000);
-  const s = ((total % 60_000) / 1000).toFixed(3).replace(/\.?0+$/, '');
-  return h > 0 ? `${h}h${m}m${s}s` : m > 0 ? `${m}m${s}s` : `${s}s`;
 }
 
 export interface ImageManagerOptions {
@@ -128,8 +118,7 @@ export class ImageManager {
         errors.push(err instanceof Error ? err.message : String(err));
       }
     }
-    // Go's utilerrors aggregate: one error as it is, several as [a, b].
-    throw new Error(errors.length === 1 ? errors[0] : `[${errors.join(', ')}]`);
+    throw new Error(aggregateMessages(errors));
   }
 
   /**
@@ -250,7 +239,7 @@ export class ImageManager {
       throw new SyncError('ErrImagePull', message, { cause: err });
     }
     // The pull's own time, and this pod's from asking (a turn in the queue, or joining a pull under way, included).
-    const message = `Successfully pulled image "${image}" in ${goDuration(pullDurationMs)} (${goDuration(this.now() - started)} including waiting). Image size: ${pulled.image?.size ?? 0} bytes.`;
+    const message = `Successfully pulled image "${image}" in ${formatGoDuration(pullDurationMs)} (${formatGoDuration(this.now() - started)} including waiting). Image size: ${pulled.image?.size ?? 0} bytes.`;
     this.events.event(ref, 'Normal', 'Pulled', message);
     return { ref: pulled.imageRef, user: imageUser(pulled.image) };
   }

@@ -5,7 +5,8 @@ import type { EventRecorder, EventType, PodEventRef } from '../../../src/core/ev
 import type { Image, ImageService, PodSandboxConfig } from '../../../src/cri/types.js';
 import { CriError } from '../../../src/cri/errors.js';
 import { Backoff } from '../../../src/decisions/backoff.js';
-import { goDuration, ImageManager } from '../../../src/execution/images.js';
+import { formatGoDuration } from '../../../src/core/duration.js';
+import { ImageManager } from '../../../src/execution/images.js';
 import { recordingLogger } from '../prober/fake-log.js';
 
 class RecordedEvents implements EventRecorder {
@@ -142,6 +143,6 @@ test.each([
   [123_456, '2m3.456s'],
   [3_600_000, '1h0m0s'],
   [3_723_400, '1h2m3.4s'],
-])('goDuration(%d ms) is %s', (ms, text) => {
-  expect(goDuration(ms)).toBe(text);
+])('formatGoDuration(%d ms) is %s', (ms, text) => {
+  expect(formatGoDuration(ms)).toBe(text);
 });
