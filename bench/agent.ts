@@ -23,6 +23,7 @@ export interface LogLine {
   pods?: string[];
   phase?: string;
   level?: number;
+  durationMs?: number;
 }
 
 const startTimeoutMs = 120_000;
@@ -144,6 +145,7 @@ export class BenchAgent {
           ...(Array.isArray(rec.pods) ? { pods: rec.pods as string[] } : {}),
           ...(typeof rec.phase === 'string' ? { phase: rec.phase } : {}),
           ...(typeof rec.level === 'number' ? { level: rec.level } : {}),
+          ...(typeof rec.durationMs === 'number' ? { durationMs: rec.durationMs } : {}),
         });
       } catch {
         // A line that merely starts with '{' is kept in the tail only.

@@ -21,6 +21,7 @@
 //          [--sa-token] [--agent-v N] [--agent-log FILE] [--agent-cpu-prof FILE] [--agent-heap-prof FILE]
 import { cpus, release } from 'node:os';
 import { runClusterPhase } from './cluster.js';
+import { runPullPhase } from './pull.js';
 import { kubeletApiTable, runKubeletApiPhase, type KubeletApiResults } from './kubelet-api.js';
 import { BenchKubelet } from './kubelet.js';
 import { parseOptions, UsageError, usage, type Options } from './options.js';
@@ -76,6 +77,11 @@ async function run(bench: Bench, opts: Options): Promise<RunResults> {
   if (opts.phases.has('api')) {
     await bench.agent?.stop();
     apiResults = await runKubeletApiPhase({ cpuProf: opts.agentCpuProf, heapProf: opts.agentHeapProf });
+  }
+  if (opts.phases.has('pull')) {
+    await bench.agent?.stop();
+    await bench.startAgent();
+    out.pull = await runPullPhase(bench);
   }
   return out;
 }

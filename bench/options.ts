@@ -1,6 +1,6 @@
 // The bench's command line: its options, their parsing and the usage text.
 
-export type Phase = 'startup' | 'probes' | 'cluster' | 'api';
+export type Phase = 'startup' | 'probes' | 'cluster' | 'api' | 'pull';
 /** Beside nodelet: the raw CRI floor (always) and the real kubelet (skipped with --peers floor). */
 export type Peer = 'floor' | 'kubelet';
 
@@ -31,13 +31,14 @@ export interface Options {
   agentConfig: string;
 }
 
-export const usage = `usage: node dist/bench/bench.js [--only startup|probes|cluster|api] [--peers floor[,kubelet]] [--reps N] [--pods N] [--big-pods N]
+export const usage = `usage: node dist/bench/bench.js [--only startup|probes|cluster|api|pull] [--peers floor[,kubelet]] [--reps N] [--pods N] [--big-pods N]
          [--big-reps N] [--probe-pods N] [--probe-seconds N] [--json] [--sa-token] [--agent-v N] [--agent-log FILE] [--kubelet-log FILE]
          [--agent-config FILE] [--agent-cpu-prof FILE] [--agent-heap-prof FILE]
   --only P     run only these phases (comma-separated): startup (floor vs nodelet start-up latency, peak RSS), probes (the agent's CPU and
                RSS with probed pods running) or cluster (pod startup SLI through the real API server vs the floor, API
                requests per pod) or api (the kubelet API through the real control plane: exec and /run round trips, logs -f
-               latency, scrape cost with 110 pods); all four by default, in that order
+               latency, scrape cost with 110 pods) or pull (a 50 MiB image from a loopback registry through nodelet vs ctr
+               images pull into a fresh store, 10 pods of one new image at once); all five by default, in that order
   --peers L    nodelet's peers: floor (the raw CRI floor, always) and kubelet (the real kubelet v1.32.13, standalone on a
                containerd of its own, in the startup and probes phases); default floor,kubelet
   --reps N     repetitions of each start-up measurement (default 5)
@@ -70,7 +71,7 @@ Needs the rig's containerds: bash scripts/runtime.sh up && NODELET_RUNTIME_INSTA
 
 export function parseOptions(argv: string[]): Options {
   const opts: Options = {
-    phases: new Set(['startup', 'probes', 'cluster', 'api']), peers: new Set(['floor', 'kubelet']), reps: 5, pods: 30, bigPods: 110, bigReps: 3, probePods: 30, probeSeconds: 120, agentCpuProf: '', agentHeapProf: '',
+    phases: new Set(['startup', 'probes', 'cluster', 'api', 'pull']), peers: new Set(['floor', 'kubelet']), reps: 5, pods: 30, bigPods: 110, bigReps: 3, probePods: 30, probeSeconds: 120, agentCpuProf: '', agentHeapProf: '',
     json: false, noWait: false, saToken: false, agentV: 0, agentLog: '', kubeletLog: '', agentConfig: '',
   };
   const int = (flag: string, value: string | undefined, min: number): number => {
@@ -95,7 +96,7 @@ export function parseOptions(argv: string[]): Options {
       case '--probe-seconds': opts.probeSeconds = int(flag, value(), 10); break;
       case '--only': {
         const phases = (value() ?? '').split(',');
-        if (phases.some((p) => !['startup', 'probes', 'cluster', 'api'].includes(p))) throw new UsageError('--only needs startup, probes, cluster or api (or several, comma-separated)');
+        if (phases.some((p) => !['startup', 'probes', 'cluster', 'api', 'pull'].includes(p))) throw new UsageError('--only needs startup, probes, cluster, api or pull (or several, comma-separated)');
         opts.phases = new Set(phases as Phase[]);
         break;
       }

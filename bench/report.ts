@@ -3,6 +3,7 @@ import type { ClusterResults } from './cluster.js';
 import { stepNames as clusterStepNames, targetFloorFactor } from './cluster.js';
 import type { FloorSample } from './floor.js';
 import type { KubeletProbeLoad, ProbeLoad } from './probes.js';
+import { pullTable, type PullResults } from './pull.js';
 import type { TimeShare } from './profiles.js';
 import type { KubeletSample } from './kubelet.js';
 import { kubeletPollMs, stepNames, type NodeletSample, type StartupResults } from './startup.js';
@@ -19,6 +20,7 @@ export interface RunResults {
   /** The same probe load on kubelet, when it is a peer. */
   kubeletProbes?: KubeletProbeLoad;
   cluster?: ClusterResults;
+  pull?: PullResults;
 }
 
 function summary(samples: number[]) {
@@ -363,12 +365,13 @@ export function printReport(res: RunResults, notes: string[], json: boolean): vo
   if (res.probes) text += `\n${probeTable(res.probes)}`;
   if (res.probes && res.kubeletProbes) text += `\n${probeComparisonTable(res.probes, res.kubeletProbes)}`;
   if (res.cluster) text += `\n${clusterTable(res.cluster)}`;
+  if (res.pull) text += `\n${pullTable(res.pull)}`;
   if (notes.length > 0) text += `\n${notes.map((n) => `NOTE: ${n}\n`).join('')}`;
   if (json) {
     process.stderr.write(text);
     const common = f ?? { machine: res.machine, runtime: res.runtime };
     process.stdout.write(JSON.stringify({ ...common, ...(res.probes ? { probeLoad: res.probes } : {}),
-      ...(res.kubeletProbes ? { kubeletProbeLoad: res.kubeletProbes, ...(res.probes ? { probeComparison: probeComparison(res.probes, res.kubeletProbes) } : {}) } : {}), ...(res.cluster ? { cluster: res.cluster } : {}), notes }, null, 2) + '\n');
+      ...(res.kubeletProbes ? { kubeletProbeLoad: res.kubeletProbes, ...(res.probes ? { probeComparison: probeComparison(res.probes, res.kubeletProbes) } : {}) } : {}), ...(res.cluster ? { cluster: res.cluster } : {}), ...(res.pull ? { pull: res.pull } : {}), notes }, null, 2) + '\n');
   } else {
     process.stdout.write(text);
   }

@@ -36,6 +36,8 @@ export interface AgentConfig {
   syncFrequencyMs: number;
   fileCheckFrequencyMs: number;
   relistPeriodMs: number;
+  /** How often images are garbage collected (nodelet's own flag; kubelet's fixed ImageGCPeriod is 5m). */
+  imageGCPeriodMs: number;
   /** The KubeletConfiguration in effect: --config over kubelet's defaults, command-line flags over both. */
   kubelet: KubeletConfiguration;
 }

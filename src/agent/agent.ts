@@ -14,7 +14,7 @@ import { PodNetwork } from '../cni/pod-network.js';
 import { CniShimServer } from '../cni/shim-server.js';
 import { BusctlSystemdUnits, PodCgroupManager } from '../host/cgroups.js';
 import { isSwapOn } from '../host/swap.js';
-import { cgroupDriverFromStatusInfo, networkNotReadyError, type CgroupDriver } from '../cri/runtime-info.js';
+import { cgroupDriverFromStatusInfo, contentStoreDirFromStatusInfo, sandboxImageFromStatusInfo, networkNotReadyError, type CgroupDriver } from '../cri/runtime-info.js';
 import { runHealthzServer } from './healthz.js';
 import { resolvConfLimitWarning } from '../execution/dns.js';
 import { hostFilesystem } from '../host/filesystem.js';
@@ -24,8 +24,12 @@ import { systemClock, type Clock } from '../core/clock.js';
 import type { Logger } from '../core/log.js';
 import { FilePodSource } from '../sources/file-source.js';
 import { Backoff } from '../decisions/backoff.js';
+import { NodeCredentials } from '../execution/node-credentials.js';
+import { ContentStoreFiles } from '../host/content-store.js';
 import { ImageManager } from '../execution/images.js';
 import { Housekeeping } from '../lifecycle/housekeeping.js';
+import { ImageGCManager } from '../lifecycle/image-gc.js';
+import { filesystemUsage } from '../host/resource-usage.js';
 import { PodWorkers } from '../lifecycle/pod-workers.js';
 import { Relister } from '../lifecycle/relist.js';
 import { RuntimeObserver, type NodeRuntimeSnapshot } from '../lifecycle/runtime-observer.js';
@@ -183,13 +187,28 @@ export class Agent {
     const volumes = new PodVolumeManager(config.rootDir, allocatable, cluster?.objects);
     // Events go to the API server in cluster mode; standalone, as kubelet without an API client, only to the log.
     const events = cluster?.events ?? new LogEventRecorder(log, node, clock);
-    // Before the workers: they tell it every change of their pods, for the status socket's watch.
-    const api = new StatusApi(statusSocketPath(config.rootDir), () => workers.pods());
     const startupLatency = new PodStartupLatencyTracker();
+    const images = new ImageManager({
+      images: runtime,
+      pullBackoff: new Backoff(),
+      now: clock.now,
+      events,
+      latency: startupLatency,
+      objects: cluster?.objects,
+      nodeCredentials: new NodeCredentials({ rootDir: config.rootDir, now: clock.now, log }),
+      pulls: { serialize: config.kubelet.serializeImagePulls, maxParallel: config.kubelet.maxParallelImagePulls },
+      // A pull's progress is read from containerd's content store, found in its Status (at the first pull, while unknown).
+      contentStore: async () => {
+        const dir = contentStoreDirFromStatusInfo(await runtime.statusInfo({ timeoutMs: 2_000 }));
+        return dir ? new ContentStoreFiles(dir) : undefined;
+      },
+    });
+    // Before the workers: they tell it every change of their pods, for the status socket's watch.
+    const api = new StatusApi(statusSocketPath(config.rootDir), () => workers.pods(), { pullStatus: (uid) => images.pullStatus(uid) });
     const workers: PodWorkers = new PodWorkers({
       volumes,
       runtime,
-      images: new ImageManager(runtime, new Backoff(), clock.now, events, startupLatency, cluster?.objects),
+      images,
       metrics,
       startupLatency,
       crashBackoff: new Backoff(),
@@ -266,6 +285,21 @@ export class Agent {
       signal,
     });
     const housekeeping = new Housekeeping({ clock, log, pods: workers, volumes, podCgroups, podNetwork });
+    const imageGC = new ImageGCManager({
+      runtime,
+      filesystem: filesystemUsage,
+      sandboxImage: async () => sandboxImageFromStatusInfo(await runtime.statusInfo({ timeoutMs: 2_000 })),
+      events,
+      clock,
+      log,
+      policy: {
+        highThresholdPercent: config.kubelet.imageGCHighThresholdPercent,
+        lowThresholdPercent: config.kubelet.imageGCLowThresholdPercent,
+        minAgeMs: config.kubelet.imageMinimumGCAgeMs,
+        maxAgeMs: config.kubelet.imageMaximumGCAgeMs,
+      },
+      periodMs: config.imageGCPeriodMs,
+    });
     const relister = new Relister(
       observer,
       config.relistPeriodMs,
@@ -322,6 +356,7 @@ export class Agent {
         relister.run(signal),
         networkConfig.watch(signal, () => workers.wakeAll()),
         runHealthzServer({ address: config.kubelet.healthzBindAddress, port: config.kubelet.healthzPort, log }, signal),
+        imageGC.run(signal),
       ]);
     } finally {
       workers.stop();

@@ -4,7 +4,7 @@ import { isIP } from 'node:net';
 import type { V1Taint } from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import { InvalidQuantityError, parseQuantity, type Quantity } from '../core/quantity.js';
-import { parseGoDuration } from '../core/duration.js';
+import { formatGoDuration, parseGoDuration } from '../core/duration.js';
 import type { EvictionSignal, EvictionThreshold, ReservedResource } from '../host/allocatable.js';
 import type { CgroupDriver } from '../cri/runtime-info.js';
 
@@ -65,9 +65,17 @@ export interface KubeletConfiguration {
   cgroupRoot: string;
   /** Refuse to start while swap is on (/proc/swaps). */
   failSwapOn: boolean;
-  /** Image GC thresholds, validated (0-100, low < high); nodelet removes no images yet. */
+  /** Pull one image at a time (kubelet's default true; false when maxParallelImagePulls of 2 or more is set and this is not). */
+  serializeImagePulls: boolean;
+  /** At most this many parallel pulls (only without serializeImagePulls); undefined: no limit. */
+  maxParallelImagePulls?: number;
+  /** Image GC: at the high threshold (percent of the image filesystem used) unused images are removed down to the low one. */
   imageGCHighThresholdPercent: number;
   imageGCLowThresholdPercent: number;
+  /** Images detected less than this ago are not removed for space (kubelet's default 2m; 0 means the default). */
+  imageMinimumGCAgeMs: number;
+  /** Images unused for longer are removed whatever the disk; 0: off (kubelet's default). */
+  imageMaximumGCAgeMs: number;
   /** kubelet's healthz HTTP server (GET /healthz: ok); port 0 disables it. */
   healthzBindAddress: string;
   healthzPort: number;
@@ -176,8 +184,11 @@ export function defaultKubeletConfiguration(): KubeletConfiguration {
     enforceNodeAllocatable: ['pods'],
     cgroupRoot: '/',
     failSwapOn: true,
+    serializeImagePulls: true,
     imageGCHighThresholdPercent: 85,
     imageGCLowThresholdPercent: 80,
+    imageMinimumGCAgeMs: 120_000,
+    imageMaximumGCAgeMs: 0,
     healthzBindAddress: '127.0.0.1',
     healthzPort: 10248,
     rotateCertificates: true,
@@ -216,8 +227,6 @@ const ignoredFields: Record<string, IgnoredField> = {
   enableContentionProfiling: { kind: 'bool', default: false },
   oomScoreAdj: { kind: 'int', inert: [-999] },
   streamingConnectionIdleTimeout: { kind: 'duration', defaultMs: 4 * 3600_000 },
-  imageMinimumGCAge: { kind: 'duration', defaultMs: 120_000 },
-  imageMaximumGCAge: { kind: 'duration' },
   volumeStatsAggPeriod: { kind: 'duration', defaultMs: 60_000 },
   kubeletCgroups: { kind: 'string' },
   systemCgroups: { kind: 'string' },
@@ -238,8 +247,6 @@ const ignoredFields: Record<string, IgnoredField> = {
   maxOpenFiles: { kind: 'int', inert: [0, 1_000_000] },
   // nodelet speaks JSON to the API server.
   contentType: { kind: 'string', inert: ['', 'application/vnd.kubernetes.protobuf', 'application/json'] },
-  serializeImagePulls: { kind: 'bool', default: true },
-  maxParallelImagePulls: { kind: 'int' },
   evictionSoft: { kind: 'stringMap' },
   evictionSoftGracePeriod: { kind: 'stringMap' },
   evictionPressureTransitionPeriod: { kind: 'duration', defaultMs: 300_000 },
@@ -705,6 +712,21 @@ export function parseKubeletConfiguration(text: string, source: string): Kubelet
       case 'imageGCLowThresholdPercent':
         out[field] = r.int(field, value, 0, 100);
         break;
+      case 'imageMinimumGCAge': {
+        const ms = r.durationOrDefault(field, value);
+        if (ms !== undefined) out.imageMinimumGCAgeMs = ms;
+        break;
+      }
+      case 'imageMaximumGCAge':
+        out.imageMaximumGCAgeMs = r.duration(field, value, false);
+        break;
+      case 'serializeImagePulls':
+        out.serializeImagePulls = r.bool(field, value);
+        break;
+      case 'maxParallelImagePulls':
+        // kubelet's validation: "must be a positive number".
+        if (value !== null) out.maxParallelImagePulls = r.int(field, value, 1);
+        break;
       case 'healthzBindAddress':
         out.healthzBindAddress = r.ip(field, value);
         break;
@@ -726,6 +748,15 @@ export function parseKubeletConfiguration(text: string, source: string): Kubelet
   const high = out.imageGCHighThresholdPercent ?? defaults.imageGCHighThresholdPercent;
   const low = out.imageGCLowThresholdPercent ?? defaults.imageGCLowThresholdPercent;
   if (low >= high) r.fail('imageGCLowThresholdPercent', `${low} must be less than imageGCHighThresholdPercent ${high}`);
+  const minAge = out.imageMinimumGCAgeMs ?? defaults.imageMinimumGCAgeMs;
+  if (out.imageMaximumGCAgeMs !== undefined && out.imageMaximumGCAgeMs > 0 && out.imageMaximumGCAgeMs <= minAge) {
+    r.fail('imageMaximumGCAge', `${formatGoDuration(out.imageMaximumGCAgeMs)} must be greater than imageMinimumGCAge ${formatGoDuration(minAge)}`);
+  }
+  // kubelet's defaulting: serializeImagePulls left out is true unless maxParallelImagePulls is 2 or more.
+  if (out.serializeImagePulls === undefined && out.maxParallelImagePulls !== undefined) out.serializeImagePulls = out.maxParallelImagePulls < 2;
+  if (out.serializeImagePulls === true && (out.maxParallelImagePulls ?? 1) > 1) {
+    r.fail('maxParallelImagePulls', `cannot be larger than 1 unless serializeImagePulls is set to false (it is ${out.maxParallelImagePulls})`);
+  }
   return out;
 }
 

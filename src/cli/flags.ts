@@ -40,6 +40,7 @@ export const agentFlags: FlagSpec[] = [
   { name: 'sync-frequency', kind: 'duration', default: '1m', help: 'Maximum interval between syncs of a pod' },
   { name: 'file-check-frequency', kind: 'duration', default: '20s', help: 'Interval between full rescans of the manifest directory' },
   { name: 'relist-period', kind: 'duration', default: '1s', help: 'Interval between relists of the runtime (pod lifecycle events)' },
+  { name: 'image-gc-period', kind: 'duration', default: '5m', help: "Interval between image garbage collections (kubelet's fixed ImageGCPeriod is 5m)" },
   { name: 'address', kind: 'string', default: '0.0.0.0', help: "IP address the kubelet API (HTTPS) listens on" },
   { name: 'port', kind: 'int', default: '10250', help: 'Port of the kubelet API (reported in Node.status.daemonEndpoints)' },
   { name: 'tls-cert-file', kind: 'string', default: '', help: "The kubelet API's serving certificate (PEM, with its chain); without it a self-signed one is generated in --cert-dir" },

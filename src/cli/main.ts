@@ -63,8 +63,15 @@ function agentConfig(values: Map<string, string>, kubelet: KubeletConfiguration)
     syncFrequencyMs: kubelet.syncFrequencyMs,
     fileCheckFrequencyMs: kubelet.fileCheckFrequencyMs,
     relistPeriodMs: parseGoDuration(get('relist-period')),
+    imageGCPeriodMs: positiveDuration('image-gc-period', get('image-gc-period')),
     kubelet,
   };
+}
+
+function positiveDuration(flag: string, text: string): number {
+  const ms = parseGoDuration(text);
+  if (ms <= 0) throw new FlagError(`invalid --${flag} "${text}": must be greater than 0`);
+  return ms;
 }
 
 /** The logger the agent's --logging-format and --v ask for. */

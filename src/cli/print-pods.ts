@@ -1,9 +1,9 @@
 // `kubectl get pods`-style output: the table with kubectl's STATUS/READY/RESTARTS/AGE rules, `-o json`, and `-w`.
 import type { V1ContainerStatus, V1Pod, V1PodCondition } from '@kubernetes/client-node';
-import type { PodWatchEvent } from '../agent/status-api.js';
+import { imagePullAnnotation, type PodWatchEvent } from '../agent/status-api.js';
 
 export interface PodTableOptions {
-  /** `-o wide`: adds IP, NODE, NOMINATED NODE, READINESS GATES. */
+  /** `-o wide`: adds IP, NODE, NOMINATED NODE, READINESS GATES (and IMAGE PULL while a listed pod waits for a pull). */
   wide: boolean;
   /** The moment ages are measured from. */
   now: Date;
@@ -23,6 +23,8 @@ export interface PodRow {
   node: string;
   nominatedNode: string;
   readinessGates: string;
+  /** The agent's imagePullAnnotation: the pull the pod waits for and its progress; '' for none. */
+  imagePull: string;
 }
 
 // Timestamps are Date in the client model but strings in pods decoded from JSON; accept both.
@@ -173,6 +175,7 @@ export function podRow(pod: V1Pod, now: Date): PodRow {
     node: spec?.nodeName || '<none>',
     nominatedNode: status.nominatedNodeName || '<none>',
     readinessGates: gates.length > 0 ? `${trueGates}/${gates.length}` : '<none>',
+    imagePull: pod.metadata?.annotations?.[imagePullAnnotation] ?? '',
   };
 }
 
@@ -191,11 +194,11 @@ export function formatColumns(rows: string[][]): string {
  */
 export function formatPodTable(pods: V1Pod[], opts: PodTableOptions): string {
   if (pods.length === 0) return '';
-  const rows = pods
-    .map((p) => podRow(p, opts.now))
-    .sort((a, b) => (a.namespace === b.namespace ? compare(a.name, b.name) : compare(a.namespace, b.namespace)))
-    .map((r) => rowCells(r, opts));
-  return formatColumns([tableHeader(opts), ...rows]);
+  const rows = pods.map((p) => podRow(p, opts.now)).sort((a, b) => (a.namespace === b.namespace ? compare(a.name, b.name) : compare(a.namespace, b.namespace)));
+  // nodelet's own column, after kubectl's, only while a pod waits for an image pull.
+  const pulling = opts.wide && rows.some((r) => r.imagePull !== '');
+  const cells = rows.map((r) => [...rowCells(r, opts), ...(pulling ? [r.imagePull || '<none>'] : [])]);
+  return formatColumns([[...tableHeader(opts), ...(pulling ? ['IMAGE PULL'] : [])], ...cells]);
 }
 
 function tableHeader(opts: PodTableOptions): string[] {

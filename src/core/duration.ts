@@ -17,3 +17,14 @@ export function parseGoDuration(text: string): number {
   if (end === 0 || end !== body.length) throw new Error(`time: invalid duration "${text}"`);
   return match[1] === '-' ? -total : total;
 }
+
+/** Go's time.Duration String of a whole number of milliseconds (kubelet truncates pull times to ms): 523ms, 1.234s, 2m3.5s. */
+export function formatGoDuration(ms: number): string {
+  const total = Math.max(0, Math.floor(ms));
+  if (total === 0) return '0s';
+  if (total < 1000) return `${total}ms`;
+  const h = Math.floor(total / 3_600_000);
+  const m = Math.floor((total % 3_600_000) / 60_000);
+  const s = ((total % 60_000) / 1000).toFixed(3).replace(/\.?0+$/, '');
+  return h > 0 ? `${h}h${m}m${s}s` : m > 0 ? `${m}m${s}s` : `${s}s`;
+}

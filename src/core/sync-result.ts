@@ -44,3 +44,8 @@ export function stepFailed(action: SyncAction, target: string, err: unknown, fal
   const message = err instanceof Error ? err.message : String(err);
   return { action, target, error: { code, message } };
 }
+
+/** The text of Go's utilerrors aggregate of these messages: one as it is, several as [a, b]. */
+export function aggregateMessages(messages: string[]): string {
+  return messages.length === 1 ? messages[0]! : `[${messages.join(', ')}]`;
+}

@@ -15,6 +15,8 @@ export function networkNotReadyError(c: RuntimeCondition | undefined): string {
 export type CgroupDriver = 'cgroupfs' | 'systemd';
 
 interface ContainerdCriConfig {
+  containerdRootDir?: string;
+  sandboxImage?: string;
   containerd?: {
     defaultRuntimeName?: string;
     runtimes?: Record<string, { options?: Record<string, unknown> | null } | undefined>;
@@ -40,4 +42,26 @@ export function cgroupDriverFromStatusInfo(info: Record<string, string>): Cgroup
   if (!runtime) return undefined;
   const options = runtime.options ?? {};
   return options['SystemdCgroup'] === true ? 'systemd' : 'cgroupfs';
+}
+
+/**
+ * containerd's content store directory (`<root>/io.containerd.content.v1.content`, where pulls write their blobs), from
+ * the `config` entry of a verbose Status's info; undefined when the info does not say.
+ */
+export function contentStoreDirFromStatusInfo(info: Record<string, string>): string | undefined {
+  const root = criConfig(info)?.containerdRootDir;
+  return root ? `${root}/io.containerd.content.v1.content` : undefined;
+}
+
+/** The sandbox (pause) image the runtime runs pods on (containerd's `sandbox_image`), from a verbose Status's info. */
+export function sandboxImageFromStatusInfo(info: Record<string, string>): string | undefined {
+  return criConfig(info)?.sandboxImage || undefined;
+}
+
+function criConfig(info: Record<string, string>): ContainerdCriConfig | undefined {
+  try {
+    return JSON.parse(info['config'] ?? '') as ContainerdCriConfig;
+  } catch {
+    return undefined;
+  }
 }

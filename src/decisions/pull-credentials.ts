@@ -1,5 +1,5 @@
-// Registry credentials of a pull as kubelet finds them (pkg/credentialprovider): a keyring from the pod's
-// imagePullSecrets, looked up by the image's repository with kubelet's URL, glob and port matching.
+// Registry credentials of a pull as kubelet finds them (pkg/credentialprovider): keyrings from the pod's
+// imagePullSecrets and from the node's docker config file, looked up by the image's repository with kubelet's URL, glob and port matching.
 import type { V1Secret } from '@kubernetes/client-node';
 import { parseImageReference } from '../core/image-reference.js';
 
@@ -17,24 +17,67 @@ export interface DockerKeyring {
 /** The docker config's key for Docker Hub (`https://index.docker.io/v1/` reads as this host). */
 const defaultRegistryHost = 'index.docker.io';
 
-interface DockerConfigEntry {
-  username?: unknown;
-  password?: unknown;
-  auth?: unknown;
+/** A docker config's logins by location (`host[:port][/path]`, perhaps a URL), in the file's order. */
+export type DockerConfig = [location: string, credential: RegistryCredential][];
+
+/** A JSON object's field as Go's encoding/json finds it: the exact key, else the first that differs only in case. */
+function goField(object: Record<string, unknown>, name: string): unknown {
+  if (Object.hasOwn(object, name)) return object[name];
+  const lower = name.toLowerCase();
+  const key = Object.keys(object).find((k) => k.toLowerCase() === lower);
+  return key === undefined ? undefined : object[key];
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/** A string field of an entry, as Go decodes it into a string: absent or null is empty, another type an error. */
+function stringField(entry: Record<string, unknown>, name: string): string {
+  const value = goField(entry, name);
+  if (value === undefined || value === null) return '';
+  if (typeof value !== 'string') throw new Error(`${name}: cannot unmarshal ${Array.isArray(value) ? 'array' : typeof value} into a string`);
+  return value;
 }
 
 /** A docker config entry's login: `auth` (base64 of user:password), when set, wins over username and password. */
-function entryCredential(entry: DockerConfigEntry): RegistryCredential {
-  let username = typeof entry.username === 'string' ? entry.username : '';
-  let password = typeof entry.password === 'string' ? entry.password : '';
-  if (typeof entry.auth === 'string' && entry.auth !== '') {
-    const decoded = Buffer.from(entry.auth, 'base64').toString('utf8');
+function entryCredential(entry: unknown): RegistryCredential {
+  // Go decodes a null entry as an empty login, which kubelet's keyring keeps.
+  if (entry === null) return { username: '', password: '' };
+  if (!isObject(entry)) throw new Error('cannot unmarshal a docker config entry that is not an object');
+  const auth = stringField(entry, 'auth');
+  if (auth !== '') {
+    const decoded = Buffer.from(auth, 'base64').toString('utf8');
     const colon = decoded.indexOf(':');
     if (colon === -1) throw new Error('auth: must be formatted as base64(username:password)');
-    username = decoded.slice(0, colon);
-    password = decoded.slice(colon + 1);
+    return { username: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
   }
-  return { username, password };
+  return { username: stringField(entry, 'username'), password: stringField(entry, 'password') };
+}
+
+/** The logins of a `.dockercfg`-shaped object (location -> entry); an entry that cannot be read throws naming it. */
+function dockerConfigOf(config: unknown): DockerConfig {
+  if (config === null || config === undefined) return [];
+  if (!isObject(config)) throw new Error('cannot unmarshal a docker config that is not an object');
+  return Object.entries(config).map(([location, entry]) => {
+    try {
+      return [location, entryCredential(entry)];
+    } catch (err) {
+      throw new Error(`${location}: ${(err as Error).message}`);
+    }
+  });
+}
+
+/** A legacy `.dockercfg` file's text (a map of locations to logins); throws when it is not one. */
+export function parseDockercfg(text: string): DockerConfig {
+  return dockerConfigOf(JSON.parse(text));
+}
+
+/** A `config.json` file's text: the logins under its `auths` (none when it has no `auths`); throws when it is not one. */
+export function parseDockerConfigJSON(text: string): DockerConfig {
+  const file: unknown = JSON.parse(text);
+  if (!isObject(file)) throw new Error('cannot unmarshal a docker config.json that is not an object');
+  return dockerConfigOf(goField(file, 'auths'));
 }
 
 /**
@@ -55,46 +98,41 @@ function keyOf(location: string): string {
 /**
  * The docker config of a pull secret, as kubelet reads it: `auths` of `.dockerconfigjson` in a
  * `kubernetes.io/dockerconfigjson` secret, `.dockercfg` in a `kubernetes.io/dockercfg` one; any other secret holds none
- * and is skipped. A config that is not JSON throws an error naming the secret.
+ * and is skipped. A config that cannot be read throws an error naming the secret.
  */
-function secretDockerConfig(secret: V1Secret): Record<string, DockerConfigEntry> {
+function secretDockerConfig(secret: V1Secret): DockerConfig {
   const key = secret.type === 'kubernetes.io/dockerconfigjson' ? '.dockerconfigjson' : secret.type === 'kubernetes.io/dockercfg' ? '.dockercfg' : undefined;
   const data = key === undefined ? '' : (secret.data?.[key] ?? '');
-  if (data === '') return {};
-  let config: unknown;
+  if (data === '') return [];
+  const text = Buffer.from(data, 'base64').toString('utf8');
   try {
-    config = JSON.parse(Buffer.from(data, 'base64').toString('utf8'));
+    return key === '.dockerconfigjson' ? parseDockerConfigJSON(text) : parseDockercfg(text);
   } catch (err) {
     throw new Error(`pull secret ${secret.metadata?.namespace}/${secret.metadata?.name}: ${key}: ${(err as Error).message}`);
   }
-  if (key === '.dockerconfigjson') config = (config as { auths?: unknown } | null)?.auths;
-  if (config === null || typeof config !== 'object' || Array.isArray(config)) return {};
-  return config as Record<string, DockerConfigEntry>;
 }
 
 /**
- * kubelet's keyring of the pod's pull secrets (MakeDockerKeyring): every secret's logins, keys in reverse lexical order
- * (a longer path before its prefix). A docker config that is not JSON, or an entry's unreadable `auth`, throws an error naming the secret.
+ * kubelet's BasicDockerKeyring of docker configs: every config's logins in one index, keys in reverse lexical order (a
+ * longer path before its prefix), a key's logins in the order added.
  */
-export function keyringFromSecrets(secrets: V1Secret[]): DockerKeyring {
-  // Each secret is its own keyring in kubelet; the union lists the first secret's matches first.
-  const entries: DockerKeyring['entries'] = [];
-  for (const secret of secrets) {
-    const byKey = new Map<string, RegistryCredential[]>();
-    for (const [location, entry] of Object.entries(secretDockerConfig(secret))) {
-      if (entry === null || typeof entry !== 'object') continue;
+export function makeKeyring(configs: DockerConfig[]): DockerKeyring {
+  const byKey = new Map<string, RegistryCredential[]>();
+  for (const config of configs) {
+    for (const [location, credential] of config) {
       const key = keyOf(location);
-      let credential: RegistryCredential;
-      try {
-        credential = entryCredential(entry);
-      } catch (err) {
-        throw new Error(`pull secret ${secret.metadata?.namespace}/${secret.metadata?.name}: ${location}: ${(err as Error).message}`);
-      }
       byKey.set(key, [...(byKey.get(key) ?? []), credential]);
     }
-    for (const key of [...byKey.keys()].sort().reverse()) entries.push({ key, credentials: byKey.get(key)! });
   }
-  return { entries };
+  return { entries: [...byKey.keys()].sort().reverse().map((key) => ({ key, credentials: byKey.get(key)! })) };
+}
+
+/**
+ * kubelet's keyring of the pod's pull secrets (MakeDockerKeyring): the logins of all of them in one keyring. A docker
+ * config that cannot be read, or an entry's unreadable `auth`, throws an error naming the secret.
+ */
+export function keyringFromSecrets(secrets: V1Secret[]): DockerKeyring {
+  return makeKeyring(secrets.map(secretDockerConfig));
 }
 
 /** Go's filepath.Match for one host label (no separators in it); undefined for a malformed pattern. */

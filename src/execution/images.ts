@@ -8,9 +8,13 @@ import { keyringFromSecrets, lookupCredentials } from '../decisions/pull-credent
 import { defaultImagePullPolicy } from '../core/image-reference.js';
 import type { Backoff } from '../decisions/backoff.js';
 import type { ImageUser } from './security-context.js';
-import { SyncError } from '../core/sync-result.js';
+import { aggregateMessages, SyncError } from '../core/sync-result.js';
+import { formatGoDuration } from '../core/duration.js';
 import type { PodStartupLatencyTracker } from './pod-startup-latency.js';
 import { kubeletErrorText } from '../cri/errors.js';
+import type { NodeCredentials } from './node-credentials.js';
+import { ImagePuller } from './image-puller.js';
+import { describeProgress, PullProgressWatcher, type ContentStoreReader, type PullProgress } from './pull-progress.js';
 
 /** At most this many remembered pull failures (kubelet's map is unbounded; pods of failed pulls come and go). */
 const maxPullErrors = 4096;
@@ -31,66 +35,146 @@ function imageUser(image: Image | undefined): ImageUser {
   return image?.uid !== undefined ? { uid: image.uid, username: '' } : { username: image?.username ?? '' };
 }
 
-/** Go's time.Duration String of a whole number of milliseconds (kubelet truncates pull times to ms): 523ms, 1.234s, 2m3.5s. */
-export function goDuration(ms: number): string {
-  const total = Math.max(0, Math.floor(ms));
-  if (total === 0) return '0s';
-  if (total < 1000) return `${total}ms`;
-  const h = Math.floor(total / 3_600_000);
-  const m = Math.floor((total % 3_600_000) / 60_000);
-  const s = ((total % 60_000) / 1000).toFixed(3).replace(/\.?0+$/, '');
-  return h > 0 ? `${h}h${m}m${s}s` : m > 0 ? `${m}m${s}s` : `${s}s`;
+export interface ImageManagerOptions {
+  images: ImageService;
+  pullBackoff: Backoff;
+  now: () => number;
+  events: EventRecorder;
+  /** Told when a pod's pulls start and end (the pod startup SLI leaves them out). */
+  latency?: Pick<PodStartupLatencyTracker, 'startedPulling' | 'finishedPulling'>;
+  /** The API server's secrets (cluster mode): the pod's imagePullSecrets. */
+  objects?: ApiObjectSource;
+  /** The node's own docker config file (kubelet's default keyring), tried after the pod's secrets. */
+  nodeCredentials?: Pick<NodeCredentials, 'keyring'>;
+  /** kubelet's serializeImagePulls (default true) and maxParallelImagePulls (parallel pulls only; default no limit). */
+  pulls?: { serialize: boolean; maxParallel?: number };
+  /** The runtime's content store, where a pull's progress is read (asked at the first pull, until it answers). */
+  contentStore?: () => Promise<ContentStoreReader | undefined>;
+  /** How often a pull's progress is read, and from when (and how often) it is logged. */
+  progressPollMs?: number;
+  progressLogMs?: number;
+}
+
+/** What a pull gave: the runtime's image reference and the image's status (undefined when it could not be read). */
+interface PulledImage {
+  imageRef: string;
+  image: Image | undefined;
 }
 
 export class ImageManager {
   /** The last pull failure per back-off key, which the back-off's message repeats (kubelet's prevPullErrMsg). */
   private readonly pullErrors = new Map<string, string>();
 
-  constructor(
-    private readonly images: ImageService,
-    private readonly pullBackoff: Backoff,
-    private readonly now: () => number,
-    private readonly events: EventRecorder,
-    /** Told when a pod's pulls start and end (the pod startup SLI leaves them out). */
-    private readonly latency?: Pick<PodStartupLatencyTracker, 'startedPulling' | 'finishedPulling'>,
-    /** The API server's secrets (cluster mode): the pod's imagePullSecrets. */
-    private readonly objects?: ApiObjectSource,
-  ) {}
+  private readonly images: ImageService;
+  private readonly pullBackoff: Backoff;
+  private readonly now: () => number;
+  private readonly events: EventRecorder;
+
+  private readonly puller: ImagePuller<PulledImage>;
+  private progressWatcher?: PullProgressWatcher;
+  /** The pull each pod waits for (by pod UID): its image, and its progress once it runs. */
+  private readonly waiting = new Map<string, { image: string; key: string }>();
+  private readonly progressByKey = new Map<string, PullProgress>();
+
+  constructor(private readonly options: ImageManagerOptions) {
+    ({ images: this.images, pullBackoff: this.pullBackoff, now: this.now, events: this.events } = options);
+    this.puller = new ImagePuller({ ...(options.pulls ?? { serialize: true }), now: options.now });
+  }
 
   /**
-   * The logins to try for the image from the pod's imagePullSecrets, as kubelet: a secret that cannot be read is logged
-   * and skipped (the pull may still succeed), one that holds no docker config fails the pull naming it.
+   * The logins to try for the image, as kubelet's keyring union: the pod's imagePullSecrets first, then the node's
+   * docker config. A secret that cannot be read is logged and skipped (the pull may still succeed), one that holds no
+   * docker config fails the pull naming it.
    */
   private async pullCredentials(pod: V1Pod, image: string, log: Logger, signal?: AbortSignal): Promise<AuthConfig[]> {
     const refs = pod.spec?.imagePullSecrets ?? [];
-    if (!this.objects || refs.length === 0) return [];
-    const namespace = pod.metadata?.namespace ?? 'default';
     const secrets = [];
+    const { objects, nodeCredentials } = this.options;
+    const namespace = pod.metadata?.namespace ?? 'default';
     for (const { name } of refs) {
-      if (!name) continue;
+      if (!name || !objects) continue;
       try {
-        secrets.push(await this.objects.getSecret(namespace, name, signal));
+        secrets.push(await objects.getSecret(namespace, name, signal));
       } catch (err) {
         log.warn({ secret: `${namespace}/${name}`, err: (err as Error).message }, 'Unable to retrieve pull secret, the image pull may not succeed.');
       }
     }
-    return lookupCredentials(keyringFromSecrets(secrets), image).map(({ username, password }) => ({ username, password }));
+    const keyrings = [keyringFromSecrets(secrets), ...(nodeCredentials ? [await nodeCredentials.keyring()] : [])];
+    return keyrings.flatMap((keyring) => lookupCredentials(keyring, image)).map(({ username, password }) => ({ username, password }));
   }
 
-  /** kubelet's pull: anonymous without matching credentials, else each login in turn until one works (errors aggregated). */
-  private async pull(pod: V1Pod, image: string, sandboxConfig: PodSandboxConfig, log: Logger, signal?: AbortSignal): Promise<string> {
-    const logins = await this.pullCredentials(pod, image, log, signal);
-    if (logins.length === 0) return this.images.pullImage(image, sandboxConfig, { signal });
+  /**
+   * kubelet's pull: anonymous without matching credentials, else each login in turn until one works (errors
+   * aggregated); then the image's status (kubelet's best-effort GetImageSize, inside the pull's time as there).
+   */
+  private async pullWithLogins(image: string, logins: AuthConfig[], sandboxConfig: PodSandboxConfig, signal: AbortSignal): Promise<PulledImage> {
     const errors: string[] = [];
-    for (const auth of logins) {
+    for (const auth of logins.length === 0 ? [undefined] : logins) {
       try {
-        return await this.images.pullImage(image, sandboxConfig, { signal }, auth);
+        const imageRef = await this.images.pullImage(image, sandboxConfig, { signal }, auth);
+        return { imageRef, image: await this.images.imageStatus(imageRef, { signal }).catch(() => undefined) };
       } catch (err) {
+        if (logins.length === 0) throw err;
         errors.push(err instanceof Error ? err.message : String(err));
       }
     }
-    // Go's utilerrors aggregate: one error as it is, several as [a, b].
-    throw new Error(errors.length === 1 ? errors[0] : `[${errors.join(', ')}]`);
+    throw new Error(aggregateMessages(errors));
+  }
+
+  /**
+   * Runs a pull while reading its progress from the runtime's content store: every progressPollMs, logged once the pull
+   * has taken progressLogMs and every progressLogMs after.
+   */
+  private async withProgress<T>(key: string, image: string, log: Logger, run: () => Promise<T>): Promise<T> {
+    const watcher = await this.contentWatcher();
+    const tracked = await watcher?.begin().catch(() => undefined);
+    this.progressByKey.set(key, { downloadedBytes: 0 });
+    const started = this.now();
+    const logEvery = this.options.progressLogMs ?? 5_000;
+    let nextLog = started + logEvery;
+    let polling = false;
+    const timer = tracked
+      ? setInterval(() => {
+          if (polling) return;
+          polling = true;
+          void tracked
+            .poll()
+            .then((progress) => {
+              this.progressByKey.set(key, progress);
+              if (this.now() < nextLog) return;
+              nextLog += logEvery;
+              log.info({ image, downloadedBytes: progress.downloadedBytes, totalBytes: progress.totalBytes }, `Pulling image "${image}": ${describeProgress(progress)}`);
+            }, () => undefined)
+            .finally(() => (polling = false));
+        }, this.options.progressPollMs ?? 1_000)
+      : undefined;
+    timer?.unref();
+    try {
+      return await run();
+    } finally {
+      clearInterval(timer);
+      tracked?.end();
+      this.progressByKey.delete(key);
+    }
+  }
+
+  private async contentWatcher(): Promise<PullProgressWatcher | undefined> {
+    if (!this.progressWatcher && this.options.contentStore) {
+      const store = await this.options.contentStore().catch(() => undefined);
+      if (store) this.progressWatcher = new PullProgressWatcher(store);
+    }
+    return this.progressWatcher;
+  }
+
+  /**
+   * The pull a pod waits for, as `nodelet pods -o wide` shows it: "<image> queued" before its turn, then the bytes
+   * fetched of the bytes to fetch; undefined when the pod waits for no pull.
+   */
+  pullStatus(podUid: string): string | undefined {
+    const wait = this.waiting.get(podUid);
+    if (!wait) return undefined;
+    const progress = this.progressByKey.get(wait.key);
+    return `${wait.image} ${progress ? describeProgress(progress) : 'queued'}`;
   }
 
   /** Returns the image to run, or throws a SyncError with kubelet's reason. */
@@ -123,13 +207,26 @@ export class ImageManager {
     this.events.event(ref, 'Normal', 'Pulling', `Pulling image "${image}"`);
     const started = this.now();
     const podUid = pod.metadata?.uid ?? '';
-    this.latency?.startedPulling(podUid, started);
-    let imageRef: string;
+    this.options.latency?.startedPulling(podUid, started);
+    let pulled: PulledImage;
+    let pullDurationMs: number;
     try {
-      imageRef = await this.pull(pod, image, sandboxConfig, log, signal);
-      this.latency?.finishedPulling(podUid, this.now());
+      const logins = await this.pullCredentials(pod, image, log, signal);
+      // Pods pulling the same image with the same logins share one pull (the sandbox config only names the pod).
+      const pullKey = JSON.stringify([image, logins]);
+      this.waiting.set(podUid, { image, key: pullKey });
+      try {
+        ({ value: pulled, pullDurationMs } = await this.puller.pull(
+          pullKey,
+          (s) => this.withProgress(pullKey, image, log, () => this.pullWithLogins(image, logins, sandboxConfig, s)),
+          signal,
+        ));
+      } finally {
+        this.waiting.delete(podUid);
+      }
+      this.options.latency?.finishedPulling(podUid, this.now());
       this.pullErrors.delete(key);
-      log.info({ image, imageRef, durationMs: this.now() - started }, `Successfully pulled image "${image}"`);
+      log.info({ image, imageRef: pulled.imageRef, durationMs: this.now() - started }, `Successfully pulled image "${image}"`);
     } catch (err) {
       this.pullBackoff.next(key, now);
       // As kubelet's CRI client: an Unknown failure is the runtime's bare message.
@@ -141,10 +238,9 @@ export class ImageManager {
       this.events.event(ref, 'Warning', 'Failed', `Failed to pull image "${image}": ${message}`);
       throw new SyncError('ErrImagePull', message, { cause: err });
     }
-    const pulled = await this.images.imageStatus(imageRef, { signal });
-    // nodelet pulls without a queue, so the pull took as long as the wait for it.
-    const took = goDuration(this.now() - started);
-    this.events.event(ref, 'Normal', 'Pulled', `Successfully pulled image "${image}" in ${took} (${took} including waiting). Image size: ${pulled?.size ?? 0} bytes.`);
-    return { ref: imageRef, user: imageUser(pulled) };
+    // The pull's own time, and this pod's from asking (a turn in the queue, or joining a pull under way, included).
+    const message = `Successfully pulled image "${image}" in ${formatGoDuration(pullDurationMs)} (${formatGoDuration(this.now() - started)} including waiting). Image size: ${pulled.image?.size ?? 0} bytes.`;
+    this.events.event(ref, 'Normal', 'Pulled', message);
+    return { ref: pulled.imageRef, user: imageUser(pulled.image) };
   }
 }

@@ -2,11 +2,13 @@
 // helpers/registry.ts) through nodelet, the real containerd and the real control plane: a private image with the pod's
 // imagePullSecrets (dockerconfigjson, dockercfg with a host glob, pulled by digest, a ServiceAccount's), IfNotPresent
 // asking the registry nothing, wrong and missing credentials and a missing tag as ErrImagePull then ImagePullBackOff,
-// and Always picking up a new digest pushed under the same tag.
+// Always picking up a new digest pushed under the same tag, and the node's own config.json.
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
 import { busybox, testNode, waitFor } from '../helpers/agent.js';
 import { startRealCluster, type RealCluster } from '../helpers/real-cluster.js';
-import { startRegistry, type Registry } from '../helpers/registry.js';
+import { randomImageLayers, startRegistry, type Registry } from '../helpers/registry.js';
 
 const pauseImage = 'localhost/nodelet/pause:1.0';
 const login = { username: 'nodelet', password: 'pull-secret-1' };
@@ -191,3 +193,49 @@ test('Always re-resolves the tag: a new digest pushed under the same tag runs in
   await deletePod('moving-1');
   await deletePod('moving-2');
 }, 240_000);
+
+test("the node's own config.json in --root-dir logs in for pods without a secret, and after a pod's secret that fails", async () => {
+  const image = `${secure.host}/nodelet/private:1`;
+  // kubelet reads the node's docker config at most every 5 minutes: the agent restarts to read it now.
+  await writeFile(join(cluster.agent.rootDir, 'config.json'), JSON.stringify({ auths: { [`https://${secure.host}/v1/`]: dockerConfigEntry(login.username, login.password) } }));
+  await cluster.agent.stop();
+  await cluster.agent.start();
+  const before = (await secure.log()).length;
+  await createPod('node-login', podYaml('node-login', image, { policy: 'Always' }));
+  await waitForPod('node-login', 'Running', running);
+  // The registry let the pull in (the same pull without a login is refused: 'no pull secret' above).
+  expect((await secure.log()).slice(before)).toMatch(/msg="authorized request"/);
+  // The pod's secret is tried first (the registry refuses it), then the node's login.
+  await createPod('both-logins', podYaml('both-logins', image, { policy: 'Always', secret: 'badcred' }));
+  const pod = await waitForPod('both-logins', 'Running', running);
+  expect(pod.status!.containerStatuses![0]!.imageID).toMatch(new RegExp(`@${privateDigest}$`));
+  expect((await podEvents('both-logins')).some((e) => e.reason === 'Failed')).toBe(false);
+  await deletePod('node-login');
+  await deletePod('both-logins');
+}, 240_000);
+
+test('10 pods of one new image created at once pull it once: each pod gets Pulling and Pulled, the registry serves each blob once', async () => {
+  const { digest, layers } = await open.upload('nodelet/shared:1', await randomImageLayers(2, 2 << 20));
+  const image = `${open.host}/nodelet/shared:1`;
+  const before = (await open.log()).length;
+  const names = Array.from({ length: 10 }, (_, i) => `shared-${i}`);
+  const list = { apiVersion: 'v1', kind: 'List', items: names.map((name) => ({ ...JSON.parse(podYaml(name, image, { policy: 'IfNotPresent' })), metadata: { name, labels: { test: 'shared' } } })) };
+  await kubectl.fromFile('create', 'shared.yaml', JSON.stringify(list));
+  for (const name of names) {
+    const pod = await waitForPod(name, 'Running', running, 120_000);
+    expect(pod.status!.containerStatuses![0]!.imageID).toBe(`${open.host}/nodelet/shared@${digest}`);
+  }
+  const served = (await open.log()).slice(before);
+  for (const layer of layers) expect(served.split(`GET /v2/nodelet/shared/blobs/${layer} `).length - 1).toBe(1);
+  // One pull resolved the tag once (kubelet's serialized puller would ask the runtime 10 times, each resolving it).
+  expect(served.match(/(GET|HEAD) \/v2\/nodelet\/shared\/manifests\/1 /g)?.length).toBe(1);
+  for (const name of names) {
+    const events = await waitFor(`${name}: Pulled`, async () => {
+      const list = await podEvents(name);
+      return list.some((e) => e.reason === 'Pulled') ? list : undefined;
+    }, 30_000);
+    expect(events.find((e) => e.reason === 'Pulling')?.message).toBe(`Pulling image "${image}"`);
+    expect(events.find((e) => e.reason === 'Pulled')?.message).toMatch(pulledMessage(image));
+  }
+  await kubectl.run('delete', 'pod', '-l', 'test=shared', '--wait=true', '--timeout=90s');
+}, 300_000);

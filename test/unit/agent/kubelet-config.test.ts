@@ -98,8 +98,8 @@ test('an unknown field is accepted with one warning naming it, as kubelet decode
 
 test('a kubelet feature nodelet does not have: one warning naming the field when its value asks for it, none at the default', () => {
   const warned = (body: string) => parse(body).warnings;
-  expect(warned('serializeImagePulls: false\n')).toEqual([
-    '/etc/nodelet/config.yaml: serializeImagePulls: false is not honoured: nodelet does not implement this kubelet setting; ignored',
+  expect(warned('cpuCFSQuota: false\n')).toEqual([
+    '/etc/nodelet/config.yaml: cpuCFSQuota: false is not honoured: nodelet does not implement this kubelet setting; ignored',
   ]);
   expect(warned('shutdownGracePeriod: 30s\nfeatureGates:\n  Foo: true\nallowedUnsafeSysctls: [net.core.somaxconn]\n').map((w) => w.split(': ')[1])).toEqual([
     'shutdownGracePeriod',
@@ -190,8 +190,23 @@ test('cluster DNS, resolver, cgroup, swap, image GC and healthz settings', () =>
   expect(() => parse('healthzBindAddress: localhost\n')).toThrow('healthzBindAddress: must be an IP address, not "localhost"');
 });
 
-test('a wrong type in a field nodelet ignores is still an error naming it', () => {
+test("serializeImagePulls and maxParallelImagePulls with kubelet's defaulting and validation", () => {
+  expect(parse('serializeImagePulls: false\n')).toMatchObject({ serializeImagePulls: false, warnings: [] });
+  expect(parse('serializeImagePulls: false\nmaxParallelImagePulls: 3\n')).toMatchObject({ serializeImagePulls: false, maxParallelImagePulls: 3 });
+  // Left out, serializeImagePulls is true unless maxParallelImagePulls is 2 or more.
+  expect(parse('maxParallelImagePulls: 5\n').serializeImagePulls).toBe(false);
+  expect(parse('maxParallelImagePulls: 1\n').serializeImagePulls).toBe(true);
+  expect(parse('serializeImagePulls: true\nmaxParallelImagePulls: 1\n').serializeImagePulls).toBe(true);
+  expect(() => parse('serializeImagePulls: true\nmaxParallelImagePulls: 2\n')).toThrow(
+    'maxParallelImagePulls: cannot be larger than 1 unless serializeImagePulls is set to false (it is 2)',
+  );
+  expect(() => parse('maxParallelImagePulls: 0\n')).toThrow('maxParallelImagePulls: must be at least 1, not 0');
   expect(() => parse('serializeImagePulls: "no"\n')).toThrow('serializeImagePulls: must be true or false, not "no"');
+  expect(resolveKubeletConfiguration(undefined).serializeImagePulls).toBe(true);
+});
+
+test('a wrong type in a field nodelet ignores is still an error naming it', () => {
+  expect(() => parse('cpuCFSQuota: "no"\n')).toThrow('cpuCFSQuota: must be true or false, not "no"');
   expect(() => parse('shutdownGracePeriod: 30\n')).toThrow('shutdownGracePeriod: must be a string, not 30');
   expect(() => parse('featureGates:\n  Foo: "on"\n')).toThrow('featureGates.Foo: must be true or false, not "on"');
   expect(() => parse('logging: text\n')).toThrow('logging: must be a map of settings, not "text"');

@@ -1,6 +1,6 @@
 // `nodelet pods` output: kubectl's STATUS/READY/RESTARTS/AGE rules, column layout, the JSON list, and `-w`.
 import type { V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
-import type { PodWatchEvent } from '../../../src/agent/status-api.js';
+import { withImagePulls, type PodWatchEvent } from '../../../src/agent/status-api.js';
 import { formatPodJson, formatPodJsonDocument, formatPodTable, humanDuration, podRow, PodWatchPrinter } from '../../../src/cli/print-pods.js';
 
 const NOW = new Date('2024-05-01T12:00:00Z');
@@ -373,4 +373,18 @@ describe('PodWatchPrinter (`nodelet pods -w`)', () => {
     expect(doc).toMatchObject({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'web-node1' }, status: { phase: 'Running' } });
     expect(formatPodJsonDocument(runningPod).split('\n').slice(0, 2)).toEqual(['{', '    "apiVersion": "v1",']);
   });
+});
+
+test("-o wide adds nodelet's IMAGE PULL column only while a listed pod waits for a pull (the status socket's annotation)", () => {
+  const plain: V1Pod = { metadata: { name: 'a', namespace: 'default', uid: 'a' }, spec: { containers: [{ name: 'c' }] }, status: { phase: 'Running' } };
+  const waiting: V1Pod = { metadata: { name: 'b', namespace: 'default', uid: 'b' }, spec: { containers: [{ name: 'c' }] }, status: { phase: 'Pending' } };
+  const listed = withImagePulls([plain, waiting], (uid) => (uid === 'b' ? 'reg:5000/big:1 12.0MiB of 48.0MiB (25%)' : undefined));
+  expect(listed[0]).toBe(plain);
+  expect(waiting.metadata!.annotations).toBeUndefined();
+  const table = formatPodTable(listed, { wide: true, now: NOW, showNamespace: false }).split('\n');
+  expect(table[0]).toMatch(/READINESS GATES\s+IMAGE PULL$/);
+  expect(table[1]).toMatch(/<none>\s+<none>$/);
+  expect(table[2]).toMatch(/<none>\s+reg:5000\/big:1 12\.0MiB of 48\.0MiB \(25%\)$/);
+  expect(formatPodTable(listed, { wide: false, now: NOW, showNamespace: false })).not.toContain('IMAGE PULL');
+  expect(formatPodTable([plain], { wide: true, now: NOW, showNamespace: false })).not.toContain('IMAGE PULL');
 });

@@ -55,13 +55,28 @@ describe('keyring from pull secrets', () => {
     expect(lookupCredentials(keyring, `reg.example.com/app@sha256:${'a'.repeat(64)}`)).toEqual([{ username: 'u2', password: 'p2' }]);
   });
 
-  test('every matching login, longer paths first within a secret, secrets in the pod order', () => {
+  test('every matching login, all secrets in one keyring: longer paths first, then reverse lexical order of keys', () => {
     const keyring = keyringFromSecrets([
       dockerConfigJson('first', { 'reg.example.com': auth('host', 'x'), 'reg.example.com/team': auth('team', 'x'), 'other.example.com': auth('other', 'x') }),
       dockerCfg('second', { '*.example.com': auth('glob', 'x') }),
     ]);
     expect(lookupCredentials(keyring, 'reg.example.com/team/app:1').map((c) => c.username)).toEqual(['team', 'host', 'glob']);
     expect(lookupCredentials(keyring, 'reg.example.com/app:1').map((c) => c.username)).toEqual(['host', 'glob']);
+    // kubelet's MakeDockerKeyring adds every secret to one keyring: a later secret's key can sort before an earlier one's.
+    const union = keyringFromSecrets([dockerCfg('glob', { '*.example.com': auth('glob', 'x') }), dockerCfg('host', { 'reg.example.com': auth('host', 'x') })]);
+    expect(lookupCredentials(union, 'reg.example.com/app:1').map((c) => c.username)).toEqual(['host', 'glob']);
+    // The same key in two secrets: their logins in the pods' order.
+    const same = keyringFromSecrets([dockerCfg('one', { 'reg.example.com': auth('one', 'x') }), dockerConfigJson('two', { 'https://reg.example.com/v1/': auth('two', 'x') })]);
+    expect(same.entries).toEqual([{ key: 'reg.example.com', credentials: [{ username: 'one', password: 'x' }, { username: 'two', password: 'x' }] }]);
+  });
+
+  test("fields as Go's encoding/json reads them: case-insensitive names, null entries empty, a wrong type an error", () => {
+    const keyring = keyringFromSecrets([
+      { metadata: { name: 'cased', namespace: 'ns' }, type: 'kubernetes.io/dockerconfigjson', data: { '.dockerconfigjson': b64(JSON.stringify({ Auths: { 'reg.example.com': { Username: 'U', PASSWORD: 'P' }, 'null.example.com': null } })) } },
+    ]);
+    expect(lookupCredentials(keyring, 'reg.example.com/app').map((c) => c.username)).toEqual(['U']);
+    expect(lookupCredentials(keyring, 'null.example.com/app')).toEqual([{ username: '', password: '' }]);
+    expect(() => keyringFromSecrets([dockerCfg('typed', { 'reg.example.com': { username: 5 } })])).toThrow('pull secret ns/typed: .dockercfg: reg.example.com: username: cannot unmarshal number into a string');
   });
 
   test("Docker Hub images use the index.docker.io key (docker's https://index.docker.io/v1/)", () => {
@@ -78,7 +93,7 @@ describe('keyring from pull secrets', () => {
       /^pull secret ns\/broken: \.dockerconfigjson: /,
     );
     expect(() => keyringFromSecrets([dockerCfg('noauth', { 'reg.example.com': { auth: b64('no-colon') } })])).toThrow(
-      'pull secret ns/noauth: reg.example.com: auth: must be formatted as base64(username:password)',
+      'pull secret ns/noauth: .dockercfg: reg.example.com: auth: must be formatted as base64(username:password)',
     );
   });
 

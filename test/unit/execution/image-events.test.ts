@@ -5,7 +5,8 @@ import type { EventRecorder, EventType, PodEventRef } from '../../../src/core/ev
 import type { Image, ImageService, PodSandboxConfig } from '../../../src/cri/types.js';
 import { CriError } from '../../../src/cri/errors.js';
 import { Backoff } from '../../../src/decisions/backoff.js';
-import { goDuration, ImageManager } from '../../../src/execution/images.js';
+import { formatGoDuration } from '../../../src/core/duration.js';
+import { ImageManager } from '../../../src/execution/images.js';
 import { recordingLogger } from '../prober/fake-log.js';
 
 class RecordedEvents implements EventRecorder {
@@ -22,7 +23,7 @@ const sandbox = {} as PodSandboxConfig;
 function setup(images: Partial<ImageService>) {
   let now = 1_000_000;
   const events = new RecordedEvents();
-  const manager = new ImageManager(images as ImageService, new Backoff(), () => now, events);
+  const manager = new ImageManager({ images: images as ImageService, pullBackoff: new Backoff(), now: () => now, events });
   const { log } = recordingLogger();
   const ensure = (container: V1Container) => manager.ensureImage(pod, container, sandbox, log);
   return { events, ensure, advance: (ms: number) => (now += ms) };
@@ -59,6 +60,45 @@ describe('image manager events', () => {
     expect(events.events).toEqual([
       { container: 'app', type: 'Normal', reason: 'Pulling', message: 'Pulling image "busybox:1.35"' },
       { container: 'app', type: 'Normal', reason: 'Pulled', message: 'Successfully pulled image "busybox:1.35" in 1.234s (1.234s including waiting). Image size: 1234567 bytes.' },
+    ]);
+  });
+
+  test("serialized pulls: the second pod's Pulled counts its turn in the queue as waiting; pods of one image share its pull", async () => {
+    let now = 0;
+    const events = new RecordedEvents();
+    const finish: (() => void)[] = [];
+    const pulled: string[] = [];
+    const images = {
+      imageStatus: async () => busybox,
+      pullImage: (ref: string) =>
+        new Promise<string>((resolve) => {
+          pulled.push(ref);
+          finish.push(() => resolve('sha256:abc'));
+        }),
+    } as unknown as ImageService;
+    const manager = new ImageManager({ images, pullBackoff: new Backoff(), now: () => now, events });
+    const { log } = recordingLogger();
+    const podOf = (uid: string): V1Pod => ({ metadata: { name: uid, namespace: 'ns1', uid }, spec: { containers: [] } });
+    const ensure = (uid: string, image: string) => manager.ensureImage(podOf(uid), { name: 'app', image, imagePullPolicy: 'Always' }, sandbox, log);
+    const a = ensure('a', 'a:1');
+    const b = ensure('b', 'b:1');
+    const c = ensure('c', 'a:1');
+    const tick = () => new Promise((r) => setImmediate(r));
+    await tick();
+    expect(pulled).toEqual(['a:1']);
+    now = 2_000;
+    finish.shift()!();
+    await Promise.all([a, c]);
+    await tick();
+    expect(pulled).toEqual(['a:1', 'b:1']);
+    now = 3_000;
+    finish.shift()!();
+    await b;
+    const messages = events.events.filter((e) => e.reason === 'Pulled').map((e) => e.message);
+    expect(messages).toEqual([
+      'Successfully pulled image "a:1" in 2s (2s including waiting). Image size: 1234567 bytes.',
+      'Successfully pulled image "a:1" in 2s (2s including waiting). Image size: 1234567 bytes.',
+      'Successfully pulled image "b:1" in 1s (3s including waiting). Image size: 1234567 bytes.',
     ]);
   });
 
@@ -103,6 +143,6 @@ test.each([
   [123_456, '2m3.456s'],
   [3_600_000, '1h0m0s'],
   [3_723_400, '1h2m3.4s'],
-])('goDuration(%d ms) is %s', (ms, text) => {
-  expect(goDuration(ms)).toBe(text);
+])('formatGoDuration(%d ms) is %s', (ms, text) => {
+  expect(formatGoDuration(ms)).toBe(text);
 });

@@ -41,7 +41,7 @@ function setup(pullSecrets: string[], accept?: string) {
       return 'sha256:abc';
     },
   } as unknown as ImageService;
-  const manager = new ImageManager(images, new Backoff(), () => 0, noEvents, undefined, objects);
+  const manager = new ImageManager({ images, pullBackoff: new Backoff(), now: () => 0, events: noEvents, objects });
   const pod: V1Pod = { metadata: { name: 'web', namespace: 'ns1', uid: 'u1' }, spec: { containers: [], imagePullSecrets: pullSecrets.map((name) => ({ name })) } };
   const { log, records } = recordingLogger();
   const ensure = () => manager.ensureImage(pod, { name: 'app', image: '127.0.0.1:5000/app:1', imagePullPolicy: 'Always' }, {} as PodSandboxConfig, log);

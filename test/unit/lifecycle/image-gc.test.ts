@@ -1,0 +1,71 @@
+// The image GC manager against fake runtime and filesystem: over the high threshold it removes unused images least
+// recently used first until enough is freed, never the sandbox image or one a container uses; too little to free is
+// FreeDiskSpaceFailed each time and ImageGCFailed from the second failure in a row.
+import type { Container, Image } from '../../../src/cri/types.js';
+import { ImageGCManager } from '../../../src/lifecycle/image-gc.js';
+import { recordingLogger } from '../prober/fake-log.js';
+
+function setup(opts: { images: Image[]; containers: string[]; available: number; minAgeMs?: number }) {
+  const state = { containers: opts.containers, available: opts.available };
+  let now = 1_000_000;
+  let images = [...opts.images];
+  const removed: string[] = [];
+  const nodeEvents: { reason: string; message: string }[] = [];
+  const runtime = {
+    listImages: async () => images,
+    listContainers: async () => state.containers.map((imageRef) => ({ imageRef }) as Container),
+    imageStatus: async (ref: string) => images.find((i) => i.repoTags.includes(ref)),
+    removeImage: async (id: string) => {
+      removed.push(id);
+      images = images.filter((i) => i.id !== id);
+    },
+    imageFsInfo: async () => ({ imageFilesystems: [{ timestampNs: 0, mountpoint: '/images' }], containerFilesystems: [] }),
+  };
+  const { log } = recordingLogger();
+  const manager = new ImageGCManager({
+    runtime,
+    filesystem: async () => ({ capacityBytes: 1000, availableBytes: state.available }),
+    sandboxImage: async () => 'pause:1',
+    events: { nodeEvent: (_type, reason, message) => nodeEvents.push({ reason, message }) },
+    // A period passes only when the test ends the loop.
+    clock: { now: () => now, sleep: (_ms: number, signal?: AbortSignal) => new Promise<void>((r) => signal?.addEventListener('abort', () => r())) },
+    log,
+    policy: { highThresholdPercent: 85, lowThresholdPercent: 80, minAgeMs: opts.minAgeMs ?? 0, maxAgeMs: 0 },
+  });
+  return { manager, removed, nodeEvents, state, advance: (ms: number) => (now += ms) };
+}
+const image = (id: string, size: number, tag = id): Image => ({ id, size, repoTags: [tag], repoDigests: [], username: '' });
+
+test('over the threshold: unused images removed least recently used first until enough is freed', async () => {
+  const images = [image('pause', 500, 'pause:1'), image('a', 30), image('b', 40), image('c', 40), image('running', 100)];
+  const { manager, removed, nodeEvents, state, advance } = setup({ images, containers: ['running', 'a'], available: 900 });
+  // The first look: a is in use; b and c are never used. Nothing to free yet.
+  await manager.garbageCollect();
+  expect(removed).toEqual([]);
+  state.containers = ['running'];
+  state.available = 100;
+  advance(1_000);
+  await manager.garbageCollect();
+  // 90% used: 100 bytes to free down to 80%; b and c (never used) go first, 80 bytes, then a (used at the first look).
+  expect(removed).toEqual(['b', 'c', 'a']);
+  expect(nodeEvents).toEqual([]);
+});
+
+test('images younger than imageMinimumGCAge stay; not enough to free is FreeDiskSpaceFailed, then ImageGCFailed too', async () => {
+  const images = [image('pause', 500, 'pause:1'), image('a', 30), image('running', 100)];
+  const { manager, removed, nodeEvents, advance } = setup({ images, containers: ['running'], available: 100, minAgeMs: 60_000 });
+  await expect(manager.garbageCollect()).rejects.toThrow('Attempted to free 100 bytes, but only found 0 bytes eligible to free.');
+  expect(removed).toEqual([]);
+  advance(60_000);
+  await expect(manager.garbageCollect()).rejects.toThrow('Attempted to free 100 bytes, but only found 30 bytes eligible to free.');
+  expect(removed).toEqual(['a']);
+  expect(nodeEvents.map((e) => e.reason)).toEqual(['FreeDiskSpaceFailed', 'FreeDiskSpaceFailed']);
+
+  // The loop: its first failure in a row is only logged; kubelet's ImageGCFailed comes with the second.
+  const ac = new AbortController();
+  const run = manager.run(ac.signal);
+  await new Promise((r) => setImmediate(r));
+  expect(nodeEvents.map((e) => e.reason)).toEqual(['FreeDiskSpaceFailed', 'FreeDiskSpaceFailed', 'FreeDiskSpaceFailed']);
+  ac.abort();
+  await run;
+});
