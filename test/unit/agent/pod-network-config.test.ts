@@ -120,7 +120,8 @@ describe('PodNetworkConfig, pod CIDR from the Node', () => {
   const own = JSON.stringify({
     cniVersion: '1.0.0',
     name: 'nodelet',
-    plugins: [{ type: 'bridge', bridge: 'nltest-none0', isGateway: true, ipam: { type: 'host-local', ranges: [[{ subnet: '10.99.0.0/24' }]] } }],
+    // Not the rig's 10.99.0.0/24: the subnet check reads the host's routes, and the rig's bridge may be up.
+    plugins: [{ type: 'bridge', bridge: 'nltest-none0', isGateway: true, ipam: { type: 'host-local', ranges: [[{ subnet: '10.251.6.0/24' }]] } }],
   });
   const setup = async (opts: { podCidr?: string; podCidrFromNode: boolean; podCidrStateFile?: string }) => {
     const network = await PodNetwork.create({ executor: new CniExecutor({ cacheDir: join(dir, 'cache') }), main: undefined, log });
@@ -173,7 +174,7 @@ describe('PodNetworkConfig, pod CIDR from the Node', () => {
   test('standalone, or with --pod-cidr, the network is there from the start', async () => {
     const standalone = await setup({ podCidrFromNode: false });
     expect(standalone.config.awaitingPodCIDR).toBe(false);
-    expect(standalone.network.main!.plugins[0]!.ipam).toEqual({ type: 'host-local', ranges: [[{ subnet: '10.99.0.0/24' }]] });
+    expect(standalone.network.main!.plugins[0]!.ipam).toEqual({ type: 'host-local', ranges: [[{ subnet: '10.251.6.0/24' }]] });
     const explicit = await setup({ podCidrFromNode: true, podCidr: '10.251.8.0/24' });
     expect(explicit.config.awaitingPodCIDR).toBe(false);
     expect(explicit.network.main!.plugins[0]!.ipam).toEqual({ type: 'host-local', ranges: [[{ subnet: '10.251.8.0/24', gateway: '10.251.8.1' }]] });

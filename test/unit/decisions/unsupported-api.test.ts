@@ -30,11 +30,11 @@ test('standalone, the pod is refused naming every such field', () => {
 });
 
 test('both kinds of refusal are named', () => {
-  const debug: V1Pod = { ...pod, spec: { ...pod.spec!, ephemeralContainers: [{ name: 'debug', image: 'busybox' }] } };
-  expect(unsupportedPodFields(debug)?.message).toBe(
-    'Pod default/p uses fields nodelet does not support yet: spec.ephemeralContainers; and uses fields that need an API server ' +
+  const nfs: V1Pod = { ...pod, spec: { ...pod.spec!, volumes: [...(pod.spec!.volumes ?? []), { name: 'share', nfs: { server: '192.0.2.1', path: '/' } }] } };
+  expect(unsupportedPodFields(nfs)?.message).toBe(
+    'Pod default/p uses fields nodelet does not support yet: spec.volumes[2].nfs; and uses fields that need an API server ' +
       '(nodelet runs standalone; start it with --kubeconfig): spec.volumes[0].configMap, spec.volumes[1].projected, spec.containers[0].envFrom, ' +
       'spec.containers[0].env[0].valueFrom.configMapKeyRef',
   );
-  expect(unsupportedPodFields(debug, { apiServer: true })?.message).toBe('Pod default/p uses fields nodelet does not support yet: spec.ephemeralContainers');
+  expect(unsupportedPodFields(nfs, { apiServer: true })?.message).toBe('Pod default/p uses fields nodelet does not support yet: spec.volumes[2].nfs');
 });
