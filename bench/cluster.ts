@@ -238,7 +238,7 @@ export interface ClusterResults {
   saToken: boolean;
 }
 
-class ClusterPhase {
+export class ClusterPhase {
   plane?: ControlPlane;
   admin?: KubeClient;
   nodeKubeconfig = '';
