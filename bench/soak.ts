@@ -297,7 +297,7 @@ class Soak {
     result.leaks = countLeaks(leaks);
     result.duplicates = monitor.duplicates.size;
     result.restarts = monitor.restarts.size;
-    for (const kind of leakKinds) for (const x of leaks[kind]) result.details.push(`${phase}: leaked ${kind}: ${x}`);
+    for (const kind of leakKinds) for (const x of leaks[kind]) result.details.push(`${phase}: leaked ${kind}: ${kind === 'processes' ? describeProcess(x) : x}`);
     for (const d of monitor.duplicates.values()) result.details.push(`${phase}: duplicate sandboxes: ${d}`);
     for (const r of monitor.restarts.values()) result.details.push(`${phase}: restart of a healthy container: ${r}`);
     this.results.push(result);
@@ -457,6 +457,18 @@ async function etcdDeletePod(dir: string, port: number, name: string): Promise<v
     req.end(body);
   });
   if ((JSON.parse(answer) as { deleted?: string }).deleted !== '1') throw new Error(`etcd deleted no key for pod ${name}: ${answer}`);
+}
+
+/** "pid comm" with its parent and command line, while it still runs (for the report). */
+function describeProcess(entry: string): string {
+  const pid = Number(entry.split(' ', 1)[0]);
+  try {
+    const ppid = processTable().find((p) => p.pid === pid)?.ppid;
+    const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').trim().slice(0, 200);
+    return `${entry} (parent ${ppid}: ${ppid ? readFileSync(`/proc/${ppid}/comm`, 'utf8').trim() : '?'}; ${cmdline})`;
+  } catch {
+    return `${entry} (gone by now)`;
+  }
 }
 
 function alive(pid: number): boolean {
