@@ -21,6 +21,7 @@
 //          [--sa-token] [--agent-v N] [--agent-log FILE] [--agent-cpu-prof FILE] [--agent-heap-prof FILE]
 import { cpus, release } from 'node:os';
 import { runClusterPhase } from './cluster.js';
+import { kubeletApiAccess } from './density.js';
 import { kubeletApiTable, runKubeletApiPhase, type KubeletApiResults } from './kubelet-api.js';
 import { BenchKubelet } from './kubelet.js';
 import { parseOptions, UsageError, usage, type Options } from './options.js';
@@ -48,10 +49,12 @@ async function run(bench: Bench, opts: Options): Promise<RunResults> {
   };
   if (opts.phases.has('startup') || opts.phases.has('probes')) {
     if (bench.usesKubelet()) await bench.startKubelet();
-    await bench.startAgent();
+    // The density phase reads the agent's relist histogram from its /metrics (the kubelet API, on a loopback port).
+    const kubeletApi = opts.phases.has('startup') && opts.bigPods > 0 && opts.densitySeconds > 0 ? await kubeletApiAccess(bench.base) : undefined;
+    await bench.startAgent(kubeletApi?.flags);
     const idleStartMB = memoryMB(bench.agent!.pid!, 'VmRSS');
     progress(`agent idle; RSS ${idleStartMB.toFixed(1)} MB`);
-    if (opts.phases.has('startup')) out.startup = await runStartup(bench, out, idleStartMB);
+    if (opts.phases.has('startup')) out.startup = await runStartup(bench, out, idleStartMB, kubeletApi);
     if (opts.phases.has('probes')) {
       // The probe load is about an agent that runs probed pods: a fresh agent keeps the heap the start-up bursts
       // grew out of its RSS figure.

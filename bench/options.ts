@@ -13,6 +13,8 @@ export interface Options {
   /** The large burst: this many pods at once (0: not measured), --big-reps times. */
   bigPods: number;
   bigReps: number;
+  /** The density phase: the steady state with the --big-pods pods running, this long (0: not measured). */
+  densitySeconds: number;
   probePods: number;
   probeSeconds: number;
   /** Diagnosis: where to write a CPU profile of the agent over the probe-load window ('' for none). */
@@ -28,7 +30,7 @@ export interface Options {
 }
 
 export const usage = `usage: node dist/bench/bench.js [--only startup|probes|cluster|api] [--peers floor[,kubelet]] [--reps N] [--pods N] [--big-pods N]
-         [--big-reps N] [--probe-pods N] [--probe-seconds N] [--json] [--sa-token] [--agent-v N] [--agent-log FILE] [--kubelet-log FILE]
+         [--big-reps N] [--density-seconds N] [--probe-pods N] [--probe-seconds N] [--json] [--sa-token] [--agent-v N] [--agent-log FILE] [--kubelet-log FILE]
          [--agent-cpu-prof FILE] [--agent-heap-prof FILE]
   --only P     run only these phases (comma-separated): startup (floor vs nodelet start-up latency, peak RSS), probes (the agent's CPU and
                RSS with probed pods running) or cluster (pod startup SLI through the real API server vs the floor, API
@@ -39,7 +41,10 @@ export const usage = `usage: node dist/bench/bench.js [--only startup|probes|clu
   --reps N     repetitions of each start-up measurement (default 5)
   --pods N     pods started at once in the parallel case (default 30)
   --big-pods N pods started at once in the large case (default 110, kubelet's maxPods; 0: not measured)
-  --big-reps N repetitions of the large case (default 3)
+  --big-reps N repetitions of the large case (default 3); their removal (all at once, until nothing is left) is timed
+               beside the floor's own teardown
+  --density-seconds N  after the last large case's start, nodelet's steady state with all of them running this long:
+               relist duration (its /metrics, kubelet API on a loopback port), CPU and RSS (default 120; 0: not measured)
   --probe-pods N     pods running during the probe-load window (default 30)
   --probe-seconds N  length of the probe-load window (default 120)
   --json       print the figures as JSON on stdout (the table then goes to stderr)
@@ -60,7 +65,7 @@ Needs the rig's containerds: bash scripts/runtime.sh up && NODELET_RUNTIME_INSTA
 
 export function parseOptions(argv: string[]): Options {
   const opts: Options = {
-    phases: new Set(['startup', 'probes', 'cluster', 'api']), peers: new Set(['floor', 'kubelet']), reps: 5, pods: 30, bigPods: 110, bigReps: 3, probePods: 30, probeSeconds: 120, agentCpuProf: '', agentHeapProf: '',
+    phases: new Set(['startup', 'probes', 'cluster', 'api']), peers: new Set(['floor', 'kubelet']), reps: 5, pods: 30, bigPods: 110, bigReps: 3, densitySeconds: 120, probePods: 30, probeSeconds: 120, agentCpuProf: '', agentHeapProf: '',
     json: false, saToken: false, agentV: 0, agentLog: '', kubeletLog: '',
   };
   const int = (flag: string, value: string | undefined, min: number): number => {
@@ -75,6 +80,7 @@ export function parseOptions(argv: string[]): Options {
       case '--pods': opts.pods = int(flag, value(), 1); break;
       case '--big-pods': opts.bigPods = int(flag, value(), 0); break;
       case '--big-reps': opts.bigReps = int(flag, value(), 1); break;
+      case '--density-seconds': opts.densitySeconds = int(flag, value(), 0); break;
       case '--peers': {
         const peers = (value() ?? '').split(',').filter(Boolean);
         if (!peers.includes('floor') || peers.some((p) => p !== 'floor' && p !== 'kubelet')) throw new UsageError('--peers needs floor, optionally with kubelet');

@@ -140,11 +140,14 @@ export class Bench {
     }
   }
 
-  /** Waits (polling every 20 s, up to 15 minutes) until no other nodelet agent runs and the CNI socket is free. */
-  async waitForOtherAgents(): Promise<void> {
+  /**
+   * Waits (polling every 20 s, up to 15 minutes) until no other nodelet agent runs and the CNI socket is free; with
+   * `socketOnly`, until the CNI socket is free.
+   */
+  async waitForOtherAgents({ socketOnly = false } = {}): Promise<void> {
     const deadline = now() + otherAgentWaitMs;
     for (;;) {
-      const others = otherAgentProcesses(new Set([process.pid]), this.base);
+      const others = socketOnly ? [] : otherAgentProcesses(new Set([process.pid]), this.base);
       const socketBusy = await cniSocketInUse();
       if (others.length === 0 && !socketBusy) return;
       if (now() > deadline) throw new Error(`another nodelet agent still runs after 15 minutes: ${others.join('; ') || cniSocket + ' in use'}`);
@@ -231,9 +234,10 @@ export class Bench {
 
   // ---- runtime pods
 
-  /** Starts these floor pods at once (timed), then removes them (not timed). */
-  async floorOnce(names: string[]): Promise<FloorSample> {
+  /** Starts these floor pods at once (timed), then removes them (timed with `timedTeardown`: the floor's own teardown). */
+  async floorOnce(names: string[], timedTeardown = false): Promise<FloorSample> {
     const sample = await this.floor.run(names, this.signal);
+    if (timedTeardown) sample.teardownMs = await this.floor.teardown(this.signal);
     await this.removeBenchPods(this.floor.cri, this.signal);
     return sample;
   }

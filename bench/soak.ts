@@ -28,7 +28,7 @@ import { promisify } from 'node:util';
 import type { V1Pod, V1PodList } from '@kubernetes/client-node';
 import type { CriClient } from '../src/cri/client.js';
 import { startComponent, stopComponent } from '../test/cluster/control-plane.js';
-import { BenchAgent } from './agent.js';
+import { BenchAgent, mainEndpoint } from './agent.js';
 import { ClusterPhase } from './cluster.js';
 import { countLeaks, hostSnapshot, leakKinds, leaksBetween, type HostSnapshot, type LeakCounts } from './leaks.js';
 import { parseOptions, UsageError } from './options.js';
@@ -40,6 +40,9 @@ import { benchNamespace, benchNode, benchPods, manifestText } from './workload.j
 const repoRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
 const run = promisify(execFile);
 const podUidLabel = 'io.kubernetes.pod.uid';
+/** The rig's main instance (scripts/runtime.sh): its pod bridge and the CNI networks whose host-local state is its. */
+const podBridge = 'nodelet0';
+const podNetworks = ['nodelet', 'nodelet-bridge'];
 const burstTimeoutMs = 300_000;
 /** How long nodelet has, once kube-apiserver is back, to remove the pods deleted while it was away. */
 const missedDeletionDeadlineMs = 120_000;
@@ -135,7 +138,8 @@ class RuntimeMonitor {
   private timer?: NodeJS.Timeout;
   private polling?: Promise<void>;
 
-  constructor(private readonly cri: CriClient) {}
+  /** `podUids` gets the uid of every bench sandbox seen. */
+  constructor(private readonly cri: CriClient, private readonly podUids: Set<string>) {}
 
   start(): void {
     this.timer = setInterval(() => {
@@ -157,8 +161,9 @@ class RuntimeMonitor {
     const [sandboxes, containers] = listed;
     const ready = new Map<string, string[]>();
     for (const s of sandboxes) {
-      if (s.state !== 'SANDBOX_READY') continue;
       const uid = s.labels[podUidLabel] ?? s.metadata.uid;
+      this.podUids.add(uid);
+      if (s.state !== 'SANDBOX_READY') continue;
       ready.set(uid, [...(ready.get(uid) ?? []), s.id.slice(0, 12)]);
     }
     for (const [uid, ids] of ready) {
@@ -213,8 +218,19 @@ class Soak {
     return new Set([agent.pid!, ...childrenOf(agent.pid!)]);
   }
 
+  /** The pods the soak made, by uid (from the agent's status and the runtime): their cgroups and processes are its. */
+  readonly podUids = new Set<string>();
+
   snapshot(): Promise<HostSnapshot> {
-    return hostSnapshot(this.bench.main, this.agentProcesses());
+    return hostSnapshot({
+      cri: this.bench.main,
+      containerdAddress: mainEndpoint.replace(/^unix:\/\//, ''),
+      bridge: podBridge,
+      networks: podNetworks,
+      mountPrefixes: ['/run/nodelet/containerd/', '/var/lib/nodelet/containerd/', `${this.bench.base}/`],
+      podUids: this.podUids,
+      exclude: this.agentProcesses(),
+    });
   }
 
   /**
@@ -263,6 +279,7 @@ class Soak {
     await waitUntil(`${names.length} pods Running`, async () => {
       if (!this.agent.running) throw new Error(`nodelet exited:\n${this.agent.recentOutput()}`);
       const pods = await listPods(this.agent.socket).catch(() => [] as V1Pod[]);
+      for (const p of pods) if (p.metadata?.uid) this.podUids.add(p.metadata.uid);
       const running = new Set(pods.filter(isRunning).map((p) => p.metadata?.name));
       pending = wanted.filter((n) => !running.has(n)).length;
       return pending === 0;
@@ -283,7 +300,7 @@ class Soak {
   async phase(phase: string, what: string, body: (monitor: RuntimeMonitor, result: PhaseResult) => Promise<void>): Promise<void> {
     progress(`soak: ${phase}: ${what}`);
     const before = await this.snapshot();
-    const monitor = new RuntimeMonitor(this.bench.main);
+    const monitor = new RuntimeMonitor(this.bench.main, this.podUids);
     const result: PhaseResult = { phase, what, seconds: 0, leaks: countLeaks(leaksBetween(before, before)), duplicates: 0, restarts: 0, details: [] };
     const t0 = now();
     monitor.start();
@@ -529,7 +546,8 @@ function findings(r: PhaseResult): number {
 async function soak(bench: Bench, opts: SoakOptions): Promise<Soak> {
   await bench.prepare();
   await bench.takeTestsLock();
-  await bench.waitForOtherAgents();
+  // Only the CNI socket is a conflict: the soak counts what is its own, whatever else runs (another containerd's agent).
+  await bench.waitForOtherAgents({ socketOnly: true });
   await bench.removeBenchPods(bench.main, bench.signal);
   await bench.removeStaleTempDirs();
   const s = new Soak(bench, opts);
