@@ -68,13 +68,8 @@ export function parseOptions(argv: string[]): Options {
     phases: new Set(['startup', 'probes', 'cluster', 'api']), peers: new Set(['floor', 'kubelet']), reps: 5, pods: 30, bigPods: 110, bigReps: 3, densitySeconds: 120, probePods: 30, probeSeconds: 120, agentCpuProf: '', agentHeapProf: '',
     json: false, saToken: false, agentV: 0, agentLog: '', kubeletLog: '',
   };
-  const int = (flag: string, value: string | undefined, min: number): number => {
-    if (value === undefined || !/^\d+$/.test(value) || Number(value) < min) throw new UsageError(`${flag} needs an integer >= ${min}`);
-    return Number(value);
-  };
-  for (let i = 0; i < argv.length; i++) {
-    const [flag, inline] = argv[i]!.split('=', 2) as [string, string | undefined];
-    const value = () => inline ?? argv[++i];
+  const int = intFlag;
+  eachFlag(argv, (flag, value, arg) => {
     switch (flag) {
       case '--reps': opts.reps = int(flag, value(), 1); break;
       case '--pods': opts.pods = int(flag, value(), 1); break;
@@ -103,12 +98,26 @@ export function parseOptions(argv: string[]): Options {
       case '--json': opts.json = true; break;
       case '--sa-token': opts.saToken = true; break;
       case '-h': case '--help': throw new UsageError('', 0);
-      default: throw new UsageError(`unknown argument: ${argv[i]}`);
+      default: throw new UsageError(`unknown argument: ${arg}`);
     }
-  }
+  });
   // The agent's pod subnet is a /24: leave room for pods of someone else's tests on the same containerd.
   if (opts.pods > 200 || opts.probePods > 200 || opts.bigPods > 200) throw new UsageError('--pods, --big-pods and --probe-pods are limited to 200 (the pod subnets are /24)');
   return opts;
+}
+
+/** Walks a command line of `--flag VALUE` and `--flag=VALUE`: `handle` gets each flag, its value (taken on demand) and the argument. */
+export function eachFlag(argv: string[], handle: (flag: string, value: () => string | undefined, arg: string) => void): void {
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const [flag, inline] = arg.split('=', 2) as [string, string | undefined];
+    handle(flag, () => inline ?? argv[++i], arg);
+  }
+}
+
+export function intFlag(flag: string, value: string | undefined, min: number): number {
+  if (value === undefined || !/^\d+$/.test(value) || Number(value) < min) throw new UsageError(`${flag} needs an integer >= ${min}`);
+  return Number(value);
 }
 
 export class UsageError extends Error {

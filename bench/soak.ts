@@ -31,7 +31,7 @@ import { startComponent, stopComponent } from '../test/cluster/control-plane.js'
 import { BenchAgent, mainEndpoint } from './agent.js';
 import { ClusterPhase } from './cluster.js';
 import { countLeaks, hostSnapshot, leakKinds, leaksBetween, type HostSnapshot, type LeakCounts } from './leaks.js';
-import { parseOptions, UsageError } from './options.js';
+import { eachFlag, intFlag, parseOptions, UsageError } from './options.js';
 import { Bench, mainPidFile } from './session.js';
 import { isRunning, listPods } from './status-client.js';
 import { errorText, now, progress } from './util.js';
@@ -83,13 +83,8 @@ function parseSoakOptions(argv: string[]): SoakOptions {
     phases: new Set(soakPhases), cycles: 1000, parallel: 10, agentKills: 20, containerdKills: 6, burst: 30, apiAwaySeconds: 60, apiDeletions: 10,
     seed: Date.now() % 1_000_000, agentLog: '',
   };
-  const int = (flag: string, value: string | undefined, min: number): number => {
-    if (value === undefined || !/^\d+$/.test(value) || Number(value) < min) throw new UsageError(`${flag} needs an integer >= ${min}`);
-    return Number(value);
-  };
-  for (let i = 0; i < argv.length; i++) {
-    const [flag, inline] = argv[i]!.split('=', 2) as [string, string | undefined];
-    const value = () => inline ?? argv[++i];
+  const int = intFlag;
+  eachFlag(argv, (flag, value, arg) => {
     switch (flag) {
       case '--only': {
         const phases = (value() ?? '').split(',');
@@ -107,9 +102,9 @@ function parseSoakOptions(argv: string[]): SoakOptions {
       case '--seed': opts.seed = int(flag, value(), 0); break;
       case '--agent-log': opts.agentLog = value() ?? ''; if (!opts.agentLog) throw new UsageError('--agent-log needs a file'); break;
       case '-h': case '--help': throw new UsageError('', 0);
-      default: throw new UsageError(`unknown argument: ${argv[i]}`);
+      default: throw new UsageError(`unknown argument: ${arg}`);
     }
-  }
+  });
   if (opts.burst > 200) throw new UsageError('--burst is limited to 200 (the pod subnet is a /24)');
   if (opts.apiDeletions > opts.burst) throw new UsageError('--api-deletions cannot exceed --burst');
   return opts;
