@@ -35,7 +35,7 @@ import { errorText, progress } from './util.js';
 async function run(bench: Bench, opts: Options): Promise<RunResults> {
   await bench.prepare();
   await bench.takeTestsLock();
-  await bench.waitForOtherAgents();
+  await bench.waitForOtherAgents({ socketOnly: opts.noWait });
   // Leftovers of an earlier bench run that died hard (no other bench runs: this one holds the tests lock).
   for (const problem of await BenchKubelet.restoreLeftovers()) bench.note(`restoring what an earlier run's kubelet left: ${problem}`);
   for (const [, cri] of bench.containerds()) await bench.removeBenchPods(cri, bench.signal);

@@ -22,6 +22,8 @@ export interface Options {
   /** Diagnosis: where to write a sampling heap profile (what the window's allocations left alive) ('' for none). */
   agentHeapProf: string;
   json: boolean;
+  /** Start even while other agents run (only the CNI socket must be free); they are noted as disturbing the figures. */
+  noWait: boolean;
   /** Cluster phase: the pods get the default service account token volume (as kube's admission gives any pod). */
   saToken: boolean;
   agentV: number;
@@ -30,7 +32,7 @@ export interface Options {
 }
 
 export const usage = `usage: node dist/bench/bench.js [--only startup|probes|cluster|api] [--peers floor[,kubelet]] [--reps N] [--pods N] [--big-pods N]
-         [--big-reps N] [--density-seconds N] [--probe-pods N] [--probe-seconds N] [--json] [--sa-token] [--agent-v N] [--agent-log FILE] [--kubelet-log FILE]
+         [--big-reps N] [--density-seconds N] [--probe-pods N] [--probe-seconds N] [--json] [--no-wait] [--sa-token] [--agent-v N] [--agent-log FILE] [--kubelet-log FILE]
          [--agent-cpu-prof FILE] [--agent-heap-prof FILE]
   --only P     run only these phases (comma-separated): startup (floor vs nodelet start-up latency, peak RSS), probes (the agent's CPU and
                RSS with probed pods running) or cluster (pod startup SLI through the real API server vs the floor, API
@@ -48,6 +50,8 @@ export const usage = `usage: node dist/bench/bench.js [--only startup|probes|clu
   --probe-pods N     pods running during the probe-load window (default 30)
   --probe-seconds N  length of the probe-load window (default 120)
   --json       print the figures as JSON on stdout (the table then goes to stderr)
+  --no-wait    do not wait for other nodelet agents or test runs to end (only for the CNI socket); they are noted, as
+               they disturb the figures
   --sa-token   cluster phase: let the API pods mount the default service account token (kube's default; the floor's pods
                and the other phases' have no volume), so the figures include the token and kube-root-ca.crt requests
   --agent-v N  the agent's log verbosity (-v), for diagnosis only (default 0)
@@ -66,7 +70,7 @@ Needs the rig's containerds: bash scripts/runtime.sh up && NODELET_RUNTIME_INSTA
 export function parseOptions(argv: string[]): Options {
   const opts: Options = {
     phases: new Set(['startup', 'probes', 'cluster', 'api']), peers: new Set(['floor', 'kubelet']), reps: 5, pods: 30, bigPods: 110, bigReps: 3, densitySeconds: 120, probePods: 30, probeSeconds: 120, agentCpuProf: '', agentHeapProf: '',
-    json: false, saToken: false, agentV: 0, agentLog: '', kubeletLog: '',
+    json: false, noWait: false, saToken: false, agentV: 0, agentLog: '', kubeletLog: '',
   };
   const int = intFlag;
   eachFlag(argv, (flag, value, arg) => {
@@ -96,6 +100,7 @@ export function parseOptions(argv: string[]): Options {
       case '--agent-log': opts.agentLog = value() ?? ''; if (!opts.agentLog) throw new UsageError('--agent-log needs a file'); break;
       case '--kubelet-log': opts.kubeletLog = value() ?? ''; if (!opts.kubeletLog) throw new UsageError('--kubelet-log needs a file'); break;
       case '--json': opts.json = true; break;
+      case '--no-wait': opts.noWait = true; break;
       case '--sa-token': opts.saToken = true; break;
       case '-h': case '--help': throw new UsageError('', 0);
       default: throw new UsageError(`unknown argument: ${arg}`);
