@@ -185,6 +185,8 @@ interface PhaseResult {
   restarts: number;
   /** api-away only. */
   missedDeletions?: number;
+  /** agent-kills: bursts whose teardown did not finish within 120 s. */
+  stuck?: number;
   /** The leaked objects, duplicates and restarts by name (printed under the table when there are any). */
   details: string[];
 }
@@ -355,7 +357,8 @@ class Soak {
     await this.bench.nodeletTeardown(this.signal);
     const removeMs = now() - t;
     progress(`  a burst starts in ${(startMs / 1000).toFixed(1)} s and is removed in ${(removeMs / 1000).toFixed(1)} s`);
-    await this.phase('agent-kills', `nodelet SIGKILLed ${agentKills} times at random points of ${burst}-pod bursts (start ${(startMs / 1000).toFixed(1)} s, removal ${(removeMs / 1000).toFixed(1)} s)`, async () => {
+    await this.phase('agent-kills', `nodelet SIGKILLed ${agentKills} times at random points of ${burst}-pod bursts (start ${(startMs / 1000).toFixed(1)} s, removal ${(removeMs / 1000).toFixed(1)} s)`, async (_monitor, result) => {
+      result.stuck = 0;
       for (let k = 1; k <= agentKills; k++) {
         const pods = names(`soak-k${k}`);
         const whileStarting = k % 2 === 1;
@@ -373,9 +376,33 @@ class Soak {
           await this.waitRunning(pods);
           await this.removeManifests(pods);
         }
-        await this.bench.nodeletTeardown(this.signal);
+        try {
+          await this.bench.nodeletTeardown(this.signal);
+        } catch (err) {
+          // Counted, and the next kill goes on: what is left shows in the phase's leaks.
+          result.stuck = (result.stuck ?? 0) + 1;
+          result.details.push(`agent-kills: kill ${k}: teardown stuck: ${errorText(err).split('\n', 1)[0]}; ${await this.repairCreatedTasks()}`);
+        }
       }
     });
+  }
+
+  /**
+   * containerd 1.6 leaves the task of a container whose StartContainer was cut short (its client gone) in CREATED, while
+   * CRI reports the container EXITED: neither StopContainer nor RemoveContainer can end it (containerd/containerd#11037).
+   * The soak deletes such tasks through containerd's own API, then gives the agent time to finish the teardown.
+   */
+  async repairCreatedTasks(): Promise<string> {
+    const containers = await this.bench.main.listContainers(benchPods, { timeoutMs: 10_000 });
+    const stuck = containers.filter((c) => c.state === 'CONTAINER_EXITED');
+    const address = mainEndpoint.replace(/^unix:\/\//, '');
+    const repaired: string[] = [];
+    for (const c of stuck) {
+      const deleted = await run('ctr', ['-a', address, '-n', 'k8s.io', 'tasks', 'delete', '--force', c.id]).then(() => true, () => false);
+      if (deleted) repaired.push(c.id.slice(0, 12));
+    }
+    await this.bench.nodeletTeardown(this.signal).catch(() => undefined);
+    return repaired.length > 0 ? `the soak deleted the CREATED task of ${repaired.join(', ')} with ctr (containerd#11037)` : 'no exited container with a task found';
   }
 
   async containerdKills(): Promise<void> {
@@ -528,6 +555,7 @@ function table(results: PhaseResult[]): string {
     ['duplicate sandboxes', (r) => String(r.duplicates)],
     ['restarts of healthy containers', (r) => String(r.restarts)],
     ['deletions missed (API server away)', (r) => (r.missedDeletions === undefined ? '-' : String(r.missedDeletions))],
+    ['teardowns stuck', (r) => (r.stuck === undefined ? '-' : String(r.stuck))],
   ];
   const head = `| count | ${results.map((r) => r.phase).join(' | ')} |`;
   const rule = `| --- | ${results.map(() => '---').join(' | ')} |`;
@@ -535,7 +563,7 @@ function table(results: PhaseResult[]): string {
 }
 
 function findings(r: PhaseResult): number {
-  return leakKinds.reduce((n, k) => n + r.leaks[k], 0) + r.duplicates + r.restarts + (r.missedDeletions ?? 0);
+  return leakKinds.reduce((n, k) => n + r.leaks[k], 0) + r.duplicates + r.restarts + (r.missedDeletions ?? 0) + (r.stuck ?? 0);
 }
 
 async function soak(bench: Bench, opts: SoakOptions): Promise<Soak> {
@@ -567,6 +595,7 @@ async function soak(bench: Bench, opts: SoakOptions): Promise<Soak> {
     duplicates: s.results.reduce((n, r) => n + r.duplicates, 0),
     restarts: s.results.reduce((n, r) => n + r.restarts, 0),
     ...(opts.phases.has('api-away') ? { missedDeletions: s.results.reduce((n, r) => n + (r.missedDeletions ?? 0), 0) } : {}),
+    ...(opts.phases.has('agent-kills') ? { stuck: s.results.reduce((n, r) => n + (r.stuck ?? 0), 0) } : {}),
     details: leakKinds.flatMap((k) => leaks[k].map((x) => `whole run: left ${k}: ${x}`)),
   });
   return s;
