@@ -24,7 +24,7 @@ import { runClusterPhase } from './cluster.js';
 import { kubeletApiAccess } from './density.js';
 import { kubeletApiTable, runKubeletApiPhase, type KubeletApiResults } from './kubelet-api.js';
 import { BenchKubelet } from './kubelet.js';
-import { parseOptions, UsageError, usage, type Options } from './options.js';
+import { parseCommandLine, parseOptions, usage, type Options } from './options.js';
 import { runKubeletProbeLoad, runProbeLoad } from './probes.js';
 import { memoryMB } from './procfs.js';
 import { printReport, type RunResults } from './report.js';
@@ -86,15 +86,9 @@ async function run(bench: Bench, opts: Options): Promise<RunResults> {
 let apiResults: KubeletApiResults | undefined;
 
 async function main(): Promise<number> {
-  let opts: Options;
-  try {
-    opts = parseOptions(process.argv.slice(2));
-  } catch (err) {
-    if (!(err instanceof UsageError)) throw err;
-    if (err.message) process.stderr.write(`bench: ${err.message}\n`);
-    (err.exitCode === 0 ? process.stdout : process.stderr).write(`${usage}\n`);
-    return err.exitCode;
-  }
+  const parsed = parseCommandLine('bench', usage, parseOptions);
+  if ('exitCode' in parsed) return parsed.exitCode;
+  const opts = parsed.opts;
 
   const abort = new AbortController();
   let signals = 0;

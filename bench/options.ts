@@ -125,6 +125,18 @@ export function intFlag(flag: string, value: string | undefined, min: number): n
   return Number(value);
 }
 
+/** Parses the command line; on a usage error prints it with the usage text and gives the exit status instead. */
+export function parseCommandLine<T>(command: string, usageText: string, parse: (argv: string[]) => T): { opts: T } | { exitCode: number } {
+  try {
+    return { opts: parse(process.argv.slice(2)) };
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    if (err.message) process.stderr.write(`${command}: ${err.message}\n`);
+    (err.exitCode === 0 ? process.stdout : process.stderr).write(`${usageText}\n`);
+    return { exitCode: err.exitCode };
+  }
+}
+
 export class UsageError extends Error {
   constructor(message: string, readonly exitCode = 2) {
     super(message);

@@ -31,7 +31,7 @@ import { startComponent, stopComponent } from '../test/cluster/control-plane.js'
 import { BenchAgent, mainEndpoint } from './agent.js';
 import { ClusterPhase } from './cluster.js';
 import { countLeaks, hostSnapshot, leakKinds, leaksBetween, type HostSnapshot, type LeakCounts } from './leaks.js';
-import { eachFlag, intFlag, parseOptions, UsageError } from './options.js';
+import { eachFlag, intFlag, parseCommandLine, parseOptions, UsageError } from './options.js';
 import { Bench, mainPidFile } from './session.js';
 import { isRunning, listPods } from './status-client.js';
 import { errorText, now, progress } from './util.js';
@@ -602,15 +602,9 @@ async function soak(bench: Bench, opts: SoakOptions): Promise<Soak> {
 }
 
 async function main(): Promise<number> {
-  let opts: SoakOptions;
-  try {
-    opts = parseSoakOptions(process.argv.slice(2));
-  } catch (err) {
-    if (!(err instanceof UsageError)) throw err;
-    if (err.message) process.stderr.write(`soak: ${err.message}\n`);
-    (err.exitCode === 0 ? process.stdout : process.stderr).write(`${usage}\n`);
-    return err.exitCode;
-  }
+  const parsed = parseCommandLine('soak', usage, parseSoakOptions);
+  if ('exitCode' in parsed) return parsed.exitCode;
+  const opts = parsed.opts;
   const abort = new AbortController();
   for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
     process.on(sig, () => {
