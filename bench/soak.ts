@@ -421,7 +421,8 @@ class Soak {
         progress(`  kill ${k}/${containerdKills}: containerd ${pid} killed, down ${down} ms; starting it again...`);
         await run('bash', [join(repoRoot, 'scripts/runtime.sh'), 'up'], { cwd: repoRoot });
         await this.waitRunning(pods, 120_000);
-        await this.bench.main.version({ timeoutMs: 10_000 });
+        // The soak's own gRPC channel reconnects with a back-off: it may refuse calls for a while after the restart.
+        await waitUntil('containerd to answer again', () => this.bench.main.version({ timeoutMs: 5_000 }).then(() => true, () => false), 60_000, this.signal);
         // Let the agent relist the runtime that came back before the next kill (relist runs every second).
         await delay(3_000, undefined, { signal: this.signal });
       }
