@@ -22,9 +22,10 @@
 import { cpus, release } from 'node:os';
 import { runClusterPhase } from './cluster.js';
 import { runPullPhase } from './pull.js';
+import { kubeletApiAccess } from './density.js';
 import { kubeletApiTable, runKubeletApiPhase, type KubeletApiResults } from './kubelet-api.js';
 import { BenchKubelet } from './kubelet.js';
-import { parseOptions, UsageError, usage, type Options } from './options.js';
+import { parseCommandLine, parseOptions, usage, type Options } from './options.js';
 import { runKubeletProbeLoad, runProbeLoad } from './probes.js';
 import { memoryMB } from './procfs.js';
 import { printReport, type RunResults } from './report.js';
@@ -35,7 +36,7 @@ import { errorText, progress } from './util.js';
 async function run(bench: Bench, opts: Options): Promise<RunResults> {
   await bench.prepare();
   await bench.takeTestsLock();
-  await bench.waitForOtherAgents();
+  await bench.waitForOtherAgents({ socketOnly: opts.noWait });
   // Leftovers of an earlier bench run that died hard (no other bench runs: this one holds the tests lock).
   for (const problem of await BenchKubelet.restoreLeftovers()) bench.note(`restoring what an earlier run's kubelet left: ${problem}`);
   for (const [, cri] of bench.containerds()) await bench.removeBenchPods(cri, bench.signal);
@@ -49,10 +50,12 @@ async function run(bench: Bench, opts: Options): Promise<RunResults> {
   };
   if (opts.phases.has('startup') || opts.phases.has('probes')) {
     if (bench.usesKubelet()) await bench.startKubelet();
-    await bench.startAgent();
+    // The density phase reads the agent's relist histogram from its /metrics (the kubelet API, on a loopback port).
+    const kubeletApi = opts.phases.has('startup') && opts.bigPods > 0 && opts.densitySeconds > 0 ? await kubeletApiAccess(bench.base) : undefined;
+    await bench.startAgent(kubeletApi?.flags);
     const idleStartMB = memoryMB(bench.agent!.pid!, 'VmRSS');
     progress(`agent idle; RSS ${idleStartMB.toFixed(1)} MB`);
-    if (opts.phases.has('startup')) out.startup = await runStartup(bench, out, idleStartMB);
+    if (opts.phases.has('startup')) out.startup = await runStartup(bench, out, idleStartMB, kubeletApi);
     if (opts.phases.has('probes')) {
       // The probe load is about an agent that runs probed pods: a fresh agent keeps the heap the start-up bursts
       // grew out of its RSS figure.
@@ -89,15 +92,9 @@ async function run(bench: Bench, opts: Options): Promise<RunResults> {
 let apiResults: KubeletApiResults | undefined;
 
 async function main(): Promise<number> {
-  let opts: Options;
-  try {
-    opts = parseOptions(process.argv.slice(2));
-  } catch (err) {
-    if (!(err instanceof UsageError)) throw err;
-    if (err.message) process.stderr.write(`bench: ${err.message}\n`);
-    (err.exitCode === 0 ? process.stdout : process.stderr).write(`${usage}\n`);
-    return err.exitCode;
-  }
+  const parsed = parseCommandLine('bench', usage, parseOptions);
+  if ('exitCode' in parsed) return parsed.exitCode;
+  const opts = parsed.opts;
 
   const abort = new AbortController();
   let signals = 0;

@@ -254,7 +254,7 @@ export interface ClusterResults {
   kubelet?: KubeletClusterResults;
 }
 
-class ClusterPhase {
+export class ClusterPhase {
   plane?: ControlPlane;
   admin?: KubeClient;
   nodeKubeconfig = '';

@@ -9,7 +9,7 @@ import type { V1Container } from '@kubernetes/client-node';
 import { CriClient } from '../src/cri/client.js';
 import { cgroupDriverFromStatusInfo } from '../src/cri/runtime-info.js';
 import type { ContainerConfig, DnsConfig, NamespaceOption, PodSandboxConfig } from '../src/cri/types.js';
-import { benchNamespace, benchNode, podNamespaceLabel, podSpec } from './workload.js';
+import { benchNamespace, benchNode, benchPods, podNamespaceLabel, podSpec } from './workload.js';
 import { errorText, now } from './util.js';
 
 const floorEndpoint = 'unix:///run/nodelet/containerd-floor/containerd.sock';
@@ -118,6 +118,8 @@ export interface FloorSample {
   runPodSandboxMs: number[];
   createContainerMs: number[];
   startContainerMs: number[];
+  /** All the pods removed at once, kubelet's way (the large case only). */
+  teardownMs?: number;
 }
 
 export class Floor {
@@ -168,5 +170,22 @@ export class Floor {
       createContainerMs: ok.map((r) => r.create),
       startContainerMs: ok.map((r) => r.start),
     };
+  }
+
+  /**
+   * Removes every bench pod at once as kubelet's teardown of a pod goes, StopContainer with the pod's grace period, then
+   * StopPodSandbox and RemovePodSandbox; resolves when the last pod is removed (the floor's own teardown, timed).
+   */
+  async teardown(signal: AbortSignal): Promise<number> {
+    const opts = { signal, timeoutMs: 60_000 };
+    const t0 = now();
+    const [sandboxes, containers] = await Promise.all([this.cri.listPodSandbox(benchPods, opts), this.cri.listContainers(benchPods, opts)]);
+    const grace = podSpec().terminationGracePeriodSeconds!;
+    await Promise.all(sandboxes.map(async (s) => {
+      await Promise.all(containers.filter((c) => c.podSandboxId === s.id).map((c) => this.cri.stopContainer(c.id, grace, opts)));
+      await this.cri.stopPodSandbox(s.id, opts);
+      await this.cri.removePodSandbox(s.id, opts);
+    }));
+    return now() - t0;
   }
 }

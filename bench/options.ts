@@ -13,6 +13,8 @@ export interface Options {
   /** The large burst: this many pods at once (0: not measured), --big-reps times. */
   bigPods: number;
   bigReps: number;
+  /** The density phase: the steady state with the --big-pods pods running, this long (0: not measured). */
+  densitySeconds: number;
   probePods: number;
   probeSeconds: number;
   /** Diagnosis: where to write a CPU profile of the agent over the probe-load window ('' for none). */
@@ -32,7 +34,7 @@ export interface Options {
 }
 
 export const usage = `usage: node dist/bench/bench.js [--only startup|probes|cluster|api|pull] [--peers floor[,kubelet]] [--reps N] [--pods N] [--big-pods N]
-         [--big-reps N] [--probe-pods N] [--probe-seconds N] [--json] [--sa-token] [--agent-v N] [--agent-log FILE] [--kubelet-log FILE]
+         [--big-reps N] [--density-seconds N] [--probe-pods N] [--probe-seconds N] [--json] [--no-wait] [--sa-token] [--agent-v N] [--agent-log FILE] [--kubelet-log FILE]
          [--agent-config FILE] [--agent-cpu-prof FILE] [--agent-heap-prof FILE]
   --only P     run only these phases (comma-separated): startup (floor vs nodelet start-up latency, peak RSS), probes (the agent's CPU and
                RSS with probed pods running) or cluster (pod startup SLI through the real API server vs the floor, API
@@ -44,7 +46,10 @@ export const usage = `usage: node dist/bench/bench.js [--only startup|probes|clu
   --reps N     repetitions of each start-up measurement (default 5)
   --pods N     pods started at once in the parallel case (default 30)
   --big-pods N pods started at once in the large case (default 110, kubelet's maxPods; 0: not measured)
-  --big-reps N repetitions of the large case (default 3)
+  --big-reps N repetitions of the large case (default 3); their removal (all at once, until nothing is left) is timed
+               beside the floor's own teardown
+  --density-seconds N  after the last large case's start, nodelet's steady state with all of them running this long:
+               relist duration (its /metrics, kubelet API on a loopback port), CPU and RSS (default 120; 0: not measured)
   --probe-pods N     pods running during the probe-load window (default 30)
   --probe-seconds N  length of the probe-load window (default 120)
   --json       print the figures as JSON on stdout (the table then goes to stderr)
@@ -71,21 +76,17 @@ Needs the rig's containerds: bash scripts/runtime.sh up && NODELET_RUNTIME_INSTA
 
 export function parseOptions(argv: string[]): Options {
   const opts: Options = {
-    phases: new Set(['startup', 'probes', 'cluster', 'api', 'pull']), peers: new Set(['floor', 'kubelet']), reps: 5, pods: 30, bigPods: 110, bigReps: 3, probePods: 30, probeSeconds: 120, agentCpuProf: '', agentHeapProf: '',
+    phases: new Set(['startup', 'probes', 'cluster', 'api', 'pull']), peers: new Set(['floor', 'kubelet']), reps: 5, pods: 30, bigPods: 110, bigReps: 3, densitySeconds: 120, probePods: 30, probeSeconds: 120, agentCpuProf: '', agentHeapProf: '',
     json: false, noWait: false, saToken: false, agentV: 0, agentLog: '', kubeletLog: '', agentConfig: '',
   };
-  const int = (flag: string, value: string | undefined, min: number): number => {
-    if (value === undefined || !/^\d+$/.test(value) || Number(value) < min) throw new UsageError(`${flag} needs an integer >= ${min}`);
-    return Number(value);
-  };
-  for (let i = 0; i < argv.length; i++) {
-    const [flag, inline] = argv[i]!.split('=', 2) as [string, string | undefined];
-    const value = () => inline ?? argv[++i];
+  const int = intFlag;
+  eachFlag(argv, (flag, value, arg) => {
     switch (flag) {
       case '--reps': opts.reps = int(flag, value(), 1); break;
       case '--pods': opts.pods = int(flag, value(), 1); break;
       case '--big-pods': opts.bigPods = int(flag, value(), 0); break;
       case '--big-reps': opts.bigReps = int(flag, value(), 1); break;
+      case '--density-seconds': opts.densitySeconds = int(flag, value(), 0); break;
       case '--peers': {
         const peers = (value() ?? '').split(',').filter(Boolean);
         if (!peers.includes('floor') || peers.some((p) => p !== 'floor' && p !== 'kubelet')) throw new UsageError('--peers needs floor, optionally with kubelet');
@@ -110,12 +111,38 @@ export function parseOptions(argv: string[]): Options {
       case '--no-wait': opts.noWait = true; break;
       case '--sa-token': opts.saToken = true; break;
       case '-h': case '--help': throw new UsageError('', 0);
-      default: throw new UsageError(`unknown argument: ${argv[i]}`);
+      default: throw new UsageError(`unknown argument: ${arg}`);
     }
-  }
+  });
   // The agent's pod subnet is a /24: leave room for pods of someone else's tests on the same containerd.
   if (opts.pods > 200 || opts.probePods > 200 || opts.bigPods > 200) throw new UsageError('--pods, --big-pods and --probe-pods are limited to 200 (the pod subnets are /24)');
   return opts;
+}
+
+/** Walks a command line of `--flag VALUE` and `--flag=VALUE`: `handle` gets each flag, its value (taken on demand) and the argument. */
+export function eachFlag(argv: string[], handle: (flag: string, value: () => string | undefined, arg: string) => void): void {
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const [flag, inline] = arg.split('=', 2) as [string, string | undefined];
+    handle(flag, () => inline ?? argv[++i], arg);
+  }
+}
+
+export function intFlag(flag: string, value: string | undefined, min: number): number {
+  if (value === undefined || !/^\d+$/.test(value) || Number(value) < min) throw new UsageError(`${flag} needs an integer >= ${min}`);
+  return Number(value);
+}
+
+/** Parses the command line; on a usage error prints it with the usage text and gives the exit status instead. */
+export function parseCommandLine<T>(command: string, usageText: string, parse: (argv: string[]) => T): { opts: T } | { exitCode: number } {
+  try {
+    return { opts: parse(process.argv.slice(2)) };
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    if (err.message) process.stderr.write(`${command}: ${err.message}\n`);
+    (err.exitCode === 0 ? process.stdout : process.stderr).write(`${usageText}\n`);
+    return { exitCode: err.exitCode };
+  }
 }
 
 export class UsageError extends Error {

@@ -1,6 +1,7 @@
 // The report: the figures of each phase against their targets, as the table on stdout (or on stderr beside --json).
 import type { ClusterResults } from './cluster.js';
 import { stepNames as clusterStepNames, targetFloorFactor } from './cluster.js';
+import { densityTargets } from './density.js';
 import type { FloorSample } from './floor.js';
 import type { KubeletProbeLoad, ProbeLoad } from './probes.js';
 import { pullTable, type PullResults } from './pull.js';
@@ -59,6 +60,7 @@ function figures(res: StartupResults) {
   });
   const kubeletCpuPerPod = (xs: KubeletSample[], pods: number) => round1(median(xs.map((s) => s.kubeletCpuMs / pods)));
   return {
+    ...(big ? { density: densityFigures(res, big.ratio) } : {}),
     machine: res.machine,
     runtime: res.runtime,
     reps: res.options.reps,
@@ -111,6 +113,52 @@ function figures(res: StartupResults) {
 
 type Figures = ReturnType<typeof figures>;
 
+/** The density phase: the large case's start and removal beside the floor's, and the steady state with all pods running. */
+function densityFigures(res: StartupResults, startRatio: number) {
+  const t = densityTargets;
+  const teardowns = (xs: { teardownMs?: number }[]) => xs.map((s) => s.teardownMs).filter((x): x is number => x !== undefined);
+  const floor = teardowns(res.floor.big);
+  const nodelet = teardowns(res.nodelet.big);
+  const teardownRatio = round3(median(nodelet) / median(floor));
+  const st = res.steady;
+  const rssMB = st ? round1(st.agent.rssMB.max + st.agent.spawnHelperRssMB) : NaN;
+  return {
+    pods: res.options.bigPods,
+    start: { ratio: startRatio, target: { max: t.startRatio, pass: startRatio <= t.startRatio } },
+    teardown: { floor: summary(floor), nodelet: summary(nodelet), ratio: teardownRatio, target: { max: t.teardownRatio, pass: teardownRatio <= t.teardownRatio } },
+    ...(st ? {
+      steady: st,
+      steadyTargets: {
+        // The histogram's resolution is its buckets (kubelet's): p99 "at most 50 ms" is its bucket le=0.05.
+        relistP99: { maxMs: t.relistP99Ms, pass: st.relist.p99AtMostMs <= t.relistP99Ms },
+        cpu: { maxCores: t.cores, pass: st.agent.avgCores < t.cores },
+        rss: { maxMB: t.rssMB, peakMB: rssMB, pass: rssMB < t.rssMB },
+      },
+    } : {}),
+  };
+}
+
+function densityLines(d: NonNullable<Figures['density']>): string[] {
+  const pf = (pass: boolean) => (pass ? 'PASS' : 'MISS');
+  const lines = ['', `density: ${d.pods} pods (kubelet's maxPods) on one node`];
+  lines.push(`  start of all ${d.pods} at once: nodelet ${d.start.ratio.toFixed(2)}x the floor (median; target <= ${d.start.target.max}x: ${pf(d.start.target.pass)})`);
+  lines.push(`  removal of all ${d.pods} at once until nothing is left (nodelet: manifests removed -> no sandbox, container or status;` +
+    ` floor: StopContainer with the grace period, StopPodSandbox, RemovePodSandbox): floor ${fmtMs(d.teardown.floor.medianMs)}, nodelet` +
+    ` ${fmtMs(d.teardown.nodelet.medianMs)}, ${d.teardown.ratio.toFixed(2)}x (target <= ${d.teardown.target.max}x: ${pf(d.teardown.target.pass)});` +
+    ` samples floor ${d.teardown.floor.samplesMs.join(', ')} / nodelet ${d.teardown.nodelet.samplesMs.join(', ')} ms`);
+  if (d.steady && d.steadyTargets) {
+    const st = d.steady;
+    const tg = d.steadyTargets;
+    lines.push(`  steady state, all ${st.pods} running, ${st.windowSeconds.toFixed(0)} s (after 10 s settling):`);
+    lines.push(`    relist duration (kubelet_pleg_relist_duration_seconds, ${st.relist.count} relists): mean ${st.relist.meanMs.toFixed(1)} ms, p50 <= ${st.relist.p50AtMostMs} ms,` +
+      ` p99 <= ${st.relist.p99AtMostMs} ms, max <= ${st.relist.maxAtMostMs} ms (bucket bounds; target p99 < ${tg.relistP99.maxMs} ms: ${pf(tg.relistP99.pass)})`);
+    lines.push(`    agent CPU ${st.agent.avgCores.toFixed(3)} cores (target < ${tg.cpu.maxCores}: ${pf(tg.cpu.pass)})`);
+    lines.push(`    RSS, agent + spawn helper, max of 1 s samples: ${tg.rss.peakMB.toFixed(1)} MB (agent average ${st.agent.rssMB.avg.toFixed(1)}, ${st.agent.rssMB.atStart.toFixed(1)} -> ${st.agent.rssMB.atEnd.toFixed(1)} MB;` +
+      ` helper ${st.agent.spawnHelperRssMB.toFixed(1)} MB) (target < ${tg.rss.maxMB} MB: ${pf(tg.rss.pass)})`);
+  }
+  return lines;
+}
+
 function startupTable(f: Figures): string {
   const pf = (pass: boolean) => (pass ? 'PASS' : 'MISS');
   const row = (cols: string[], widths: number[]) => cols.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
@@ -149,6 +197,7 @@ function startupTable(f: Figures): string {
     lines.push(`  last container started in the runtime (CRI startedAt, read after each sample), median: 1 pod ${rs(f.single)};`);
     lines.push(`    ${f.pods} pods ${rs(f.parallel)}${f.big ? `; ${f.bigPods} pods ${rs(f.big)}` : ''}`);
   }
+  if (f.density) lines.push(...densityLines(f.density));
   lines.push('');
   const helperPart = f.rss.spawnHelperPeakMB > 0 ? `, of which the spawn helper ${f.rss.spawnHelperPeakMB.toFixed(1)} MB` : '';
   lines.push(`nodelet peak RSS (VmHWM): ${f.rss.peakMB.toFixed(1)} MB${helperPart}  (target < ${startupTargets.peakRssMB} MB: ${pf(f.targets.peakRss.pass)})`);

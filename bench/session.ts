@@ -141,16 +141,18 @@ export class Bench {
     }
   }
 
-  /** Waits (polling every 20 s, up to 15 minutes) until no other nodelet agent runs and the CNI socket is free. */
-  async waitForOtherAgents(): Promise<void> {
+  /**
+   * Waits (polling every 20 s, up to 15 minutes) until no other nodelet agent runs and the CNI socket is free; with
+   * `socketOnly` (--no-wait, the soak), until the CNI socket is free: an agent serving it shares the rig's containerd,
+   * while agents on other containerds are only noise in the figures, each noted.
+   */
+  async waitForOtherAgents({ socketOnly = false } = {}): Promise<void> {
     const deadline = now() + otherAgentWaitMs;
     for (;;) {
       const others = otherAgentProcesses(new Set([process.pid]), this.base);
       const socketBusy = await cniSocketInUse();
-      if (others.length === 0 && !socketBusy) return;
-      // --no-wait: an agent serving the rig's CNI socket shares our containerd and is still waited for; others are noise.
-      if (this.opts.noWait && !socketBusy) {
-        for (const p of others) progress(`NOTE: measuring while another nodelet agent or test run is active (--no-wait): ${p}`);
+      if (!socketBusy && (socketOnly || others.length === 0)) {
+        for (const p of others) progress(`NOTE: measuring while another nodelet agent or test run is active: ${p}`);
         return;
       }
       if (now() > deadline) throw new Error(`another nodelet agent still runs after 15 minutes: ${others.join('; ') || cniSocket + ' in use'}`);
@@ -238,9 +240,10 @@ export class Bench {
 
   // ---- runtime pods
 
-  /** Starts these floor pods at once (timed), then removes them (not timed). */
-  async floorOnce(names: string[]): Promise<FloorSample> {
+  /** Starts these floor pods at once (timed), then removes them (timed with `timedTeardown`: the floor's own teardown). */
+  async floorOnce(names: string[], timedTeardown = false): Promise<FloorSample> {
     const sample = await this.floor.run(names, this.signal);
+    if (timedTeardown) sample.teardownMs = await this.floor.teardown(this.signal);
     await this.removeBenchPods(this.floor.cri, this.signal);
     return sample;
   }

@@ -1,6 +1,7 @@
 // The start-up phase: nodelet's manifest-to-Running latency for 1 and --pods pods beside the floor, its steps and peak RSS.
 import type { V1Pod } from '@kubernetes/client-node';
 import type { LogLine } from './agent.js';
+import { steadyState, type KubeletApiAccess, type SteadyState } from './density.js';
 import type { FloorSample } from './floor.js';
 import { lastContainerStartedMs, type KubeletSample } from './kubelet.js';
 import { memoryMB } from './procfs.js';
@@ -44,6 +45,8 @@ export interface NodeletSample {
   benchCpuMs: number;
   /** The last bench container's start in the runtime (CRI startedAt), ms after the rename: read after the sample. */
   runtimeStartedMs?: number;
+  /** The large case only: from the removal of every manifest at once until nothing of the pods is left. */
+  teardownMs?: number;
 }
 
 async function nodeletRun(bench: Bench, names: string[], timeoutMs: number): Promise<NodeletSample> {
@@ -152,6 +155,8 @@ export interface StartupResults {
   kubelet?: { single: KubeletSample[]; parallel: KubeletSample[]; big: KubeletSample[]; peakRssMB: number; idleRssMB: number };
   singleSteps: Map<string, PodSteps>[];
   parallelSteps: Map<string, PodSteps>[];
+  /** The density phase's steady state (after the last large case's start), when measured. */
+  steady?: SteadyState;
   /** peakMB: the agent's and its spawn helper's (helperPeakMB) VmHWM. */
   rss: { idleStartMB: number; idleEndMB: number; peakMB: number; helperPeakMB: number };
 }
@@ -166,7 +171,7 @@ export const kubeletPollMs: Record<Case, number> = { single: 20, parallel: 50, b
  * Floor, kubelet and nodelet start-up, 1 pod, --pods and --big-pods at once, interleaved (the order rotates per
  * repetition); the agent's peak RSS through it.
  */
-export async function runStartup(bench: Bench, common: Pick<StartupResults, 'machine' | 'runtime'>, idleStartMB: number): Promise<StartupResults> {
+export async function runStartup(bench: Bench, common: Pick<StartupResults, 'machine' | 'runtime'>, idleStartMB: number, kubeletApi?: KubeletApiAccess): Promise<StartupResults> {
   const agent = bench.agent!;
   const kubelet = bench.kubelet;
   const { opts } = bench;
@@ -189,14 +194,20 @@ export async function runStartup(bench: Bench, common: Pick<StartupResults, 'mac
     await kubelet?.waitIdle(bench.signal);
   };
   const names = (prefix: string, n: number) => (n === 1 ? [prefix] : Array.from({ length: n }, (_, i) => `${prefix}-${i + 1}`));
-  /** One measurement of a peer (timed), then its teardown (not timed). */
-  const once = async (peer: Peer, prefix: string, n: number, c: Case): Promise<FloorSample | NodeletSample | KubeletSample> => {
+  /**
+   * One measurement of a peer (timed), then its teardown (timed in the large case, for the floor and nodelet). With
+   * `steady`, nodelet's steady state with the pods running comes between.
+   */
+  const once = async (peer: Peer, prefix: string, n: number, c: Case, steady = false): Promise<FloorSample | NodeletSample | KubeletSample> => {
     const pods = names(prefix, n);
-    if (peer === 'floor') return bench.floorOnce(pods);
+    if (peer === 'floor') return bench.floorOnce(pods, c === 'big');
     if (peer === 'nodelet') {
       const s = await nodeletRun(bench, pods, timeoutOf(n));
       s.runtimeStartedMs = await lastContainerStartedMs(bench.main, s.t0Epoch, bench.signal);
+      if (steady && kubeletApi) res.steady = await steadyState(bench, kubeletApi, n, opts.densitySeconds);
+      const t = now();
       await bench.nodeletTeardown(bench.signal);
+      if (c === 'big') s.teardownMs = now() - t;
       return s;
     }
     const s = await kubelet!.run(pods, manifestText, timeoutOf(n), kubeletPollMs[c], bench.signal);
@@ -228,11 +239,13 @@ export async function runStartup(bench: Bench, common: Pick<StartupResults, 'mac
       const order = peers.map((_, i) => peers[(i + k - 1) % peers.length]!);
       for (const peer of order) {
         progress(`${label}, rep ${k}/${reps}: ${peer}...`);
-        const s = await once(peer, `${letter[peer]}${c[0]}${k}`, n, c);
+        const steady = c === 'big' && k === reps && opts.densitySeconds > 0;
+        const s = await once(peer, `${letter[peer]}${c[0]}${k}`, n, c, steady);
         if (peer === 'floor') res.floor[c].push(s as FloorSample);
         else if (peer === 'nodelet') res.nodelet[c].push(s as NodeletSample);
         else res.kubelet![c].push(s as KubeletSample);
-        progress(`  ${peer} ${fmtMs(s.elapsedMs)}`);
+        const teardown = 'teardownMs' in s && s.teardownMs !== undefined ? `; all removed in ${fmtMs(s.teardownMs)}` : '';
+        progress(`  ${peer} ${fmtMs(s.elapsedMs)}${teardown}`);
         await settle();
       }
     }

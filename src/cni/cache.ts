@@ -26,8 +26,12 @@ export class ResultCache {
     return join(this.resultsDir, `${networkName}-${containerId}-${ifName}`);
   }
 
-  /** Stores the final ADD result; written to a temporary name and renamed so readers never see half a file. */
-  async write(list: NetConfList, rt: CniRuntimeConf, result: CniResult): Promise<void> {
+  /**
+   * Stores the final ADD result, or without one the record of an ADD about to run (so that garbage collection finds
+   * what an ADD cut short by the agent's death allocated); written to a temporary name and renamed so readers never
+   * see half a file.
+   */
+  async write(list: NetConfList, rt: CniRuntimeConf, result?: CniResult): Promise<void> {
     const record: CniCacheRecord = {
       kind: 'cniCacheV1',
       containerId: rt.containerId,
@@ -37,7 +41,7 @@ export class ResultCache {
       netns: rt.netns,
       cniArgs: rt.args,
       capabilityArgs: rt.capabilityArgs,
-      result,
+      ...(result ? { result } : {}),
       managedBy: CACHE_OWNER,
     };
     const file = this.path(list.name, rt.containerId, rt.ifName);
@@ -119,7 +123,8 @@ export function decodeRecord(text: string, file: string, writtenAt: number): Cac
     throw new Error(`${file}: cache record lacks containerId, ifName or networkName`);
   }
   if (typeof config !== 'string') throw new Error(`${file}: cache record lacks its config`);
-  if (!isObject(result) || typeof result.cniVersion !== 'string') throw new Error(`${file}: cache record lacks a result`);
+  const pending = result === undefined && raw.managedBy === CACHE_OWNER;
+  if (!pending && (!isObject(result) || typeof result.cniVersion !== 'string')) throw new Error(`${file}: cache record lacks a result`);
   const cniArgs = Array.isArray(raw.cniArgs)
     ? (raw.cniArgs as unknown[]).filter(
         (p): p is [string, string] => Array.isArray(p) && p.length === 2 && p.every((x) => typeof x === 'string'),
@@ -134,7 +139,7 @@ export function decodeRecord(text: string, file: string, writtenAt: number): Cac
     config: parseConfList(Buffer.from(config, 'base64').toString('utf8'), `${file} (cached config)`),
     cniArgs,
     capabilityArgs: isObject(raw.capabilityArgs) ? raw.capabilityArgs : {},
-    result: result as CniResult,
+    ...(pending ? {} : { result: result as CniResult }),
     managed: raw.managedBy === CACHE_OWNER,
     writtenAt,
   };

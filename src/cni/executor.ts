@@ -113,21 +113,28 @@ export class CniExecutor {
   async add(list: NetConfList, rt: CniRuntimeConf, signal?: AbortSignal): Promise<CniResult> {
     validateRuntimeConf(rt, true);
     const log = this.#logger(list, rt, 'ADD');
+    const cache = async (result?: CniResult) => {
+      try {
+        await this.cache.write(list, rt, result);
+      } catch (err) {
+        throw new CniError({
+          code: CniErrorCode.IoFailure,
+          msg: `failed to cache the ${result ? 'result' : 'start'} of network ${list.name}: ${(err as Error).message}`,
+          cause: err,
+        });
+      }
+    };
+    // First a record without a result: if the agent dies during the ADD, garbage collection still finds the attachment
+    // and runs DEL, which releases what the plugins had allocated (nobody else would: containerd's DEL after the failed
+    // ADD reaches a dead agent).
+    await cache();
     let result: CniResult | undefined;
     for (const plugin of list.plugins) {
       const stdout = await this.#run('ADD', list, plugin, result, rt, log, signal);
       result = parseResult(stdout, plugin.type);
     }
     if (!result) throw new CniError({ code: CniErrorCode.InvalidNetworkConfig, msg: `network ${list.name} has no plugins` });
-    try {
-      await this.cache.write(list, rt, result);
-    } catch (err) {
-      throw new CniError({
-        code: CniErrorCode.IoFailure,
-        msg: `failed to cache the result of network ${list.name}: ${(err as Error).message}`,
-        cause: err,
-      });
-    }
+    await cache(result);
     log.debug({ ips: result.ips?.map((ip) => ip.address) }, 'CNI network added');
     return result;
   }
@@ -214,7 +221,7 @@ export class CniExecutor {
     if (list.disableCheck) return;
     const log = this.#logger(list, rt, 'CHECK');
     const cached = await this.cache.read(list.name, rt.containerId, rt.ifName);
-    if (!cached) {
+    if (!cached?.result) {
       throw new CniError({
         code: CniErrorCode.UnknownContainer,
         msg: `no cached ADD result for container ${rt.containerId} interface ${rt.ifName} in network ${list.name}`,

@@ -59,7 +59,7 @@ export class PodNetwork {
   static async create(opts: PodNetworkOptions): Promise<PodNetwork> {
     const network = new PodNetwork(opts);
     for (const attachment of await opts.executor.cachedAttachments()) {
-      if (attachment.managed && attachment.ifName !== LOOPBACK_IFNAME) network.#results.set(attachment.containerId, attachment.result);
+      if (attachment.managed && attachment.result && attachment.ifName !== LOOPBACK_IFNAME) network.#results.set(attachment.containerId, attachment.result);
     }
     return network;
   }

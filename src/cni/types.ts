@@ -166,7 +166,8 @@ export interface CniCacheRecord {
   netns?: string;
   cniArgs?: [string, string][];
   capabilityArgs?: Record<string, unknown>;
-  result: CniResult;
+  /** Absent on nodelet's record of an ADD under way (see CachedAttachment.result). */
+  result?: CniResult;
   /** Set on records nodelet wrote; records of other runtimes sharing the directory are never touched. */
   managedBy?: string;
 }
@@ -181,7 +182,11 @@ export interface CachedAttachment {
   config: NetConfList;
   cniArgs: [string, string][];
   capabilityArgs: Record<string, unknown>;
-  result: CniResult;
+  /**
+   * The ADD's result. Absent: an ADD nodelet began and never finished (it was killed during it), so a plugin may hold
+   * what it allocated (host-local's IP); a DEL without prevResult releases it.
+   */
+  result?: CniResult;
   managed: boolean;
   /** When the record was written (file mtime, ms since the epoch). */
   writtenAt: number;

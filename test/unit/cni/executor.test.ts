@@ -375,6 +375,41 @@ describe('garbageCollect', () => {
   });
 });
 
+describe('an ADD cut short (the agent killed during it)', () => {
+  test('leaves a record without a result, which garbage collection deletes with DEL and no prevResult', async () => {
+    await fakes.install('alpha');
+    await fakes.install('slow', { sleepSeconds: 1 });
+    const net = list([{ type: 'alpha' }, { type: 'slow' }]);
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(new Error('agent killed')), 300);
+    await expect(executor().add(net, rt({ containerId: 'cut' }), controller.signal)).rejects.toMatchObject({ code: 11 });
+
+    // A new agent (a new executor) finds it: no result to hand out or CHECK against, but an attachment to delete.
+    const ex = executor();
+    expect(await ex.cachedResult('cut', 'eth0')).toBeUndefined();
+    await expect(ex.check(net, rt({ containerId: 'cut' }))).rejects.toMatchObject({ code: 3 });
+    const [pending] = await ex.cachedAttachments({ containerId: 'cut' });
+    expect(pending).toMatchObject({ containerId: 'cut', networkName: 'testnet', managed: true });
+    expect(pending!.result).toBeUndefined();
+    await fakes.clearCalls();
+
+    const report = await ex.garbageCollect(new Set());
+
+    expect(report).toEqual({ removed: [{ containerId: 'cut', networkName: 'testnet', ifName: 'eth0' }], failed: [] });
+    const calls = await fakes.calls();
+    expect(calls.map((c) => `${c.plugin} ${c.command} ${c.env.CNI_CONTAINERID}`)).toEqual(['slow DEL cut', 'alpha DEL cut']);
+    for (const call of calls) expect(call.stdin).not.toHaveProperty('prevResult');
+    expect(await ex.cachedAttachments()).toEqual([]);
+  });
+
+  test('a finished ADD replaces the record with its result', async () => {
+    await fakes.install('alpha');
+    await executor().add(list([{ type: 'alpha' }]), rt());
+    const [done] = await executor().cachedAttachments();
+    expect(done!.result).toEqual(defaultResult('alpha'));
+  });
+});
+
 describe('validate and version', () => {
   test('accepts installed plugins supporting the version; rejects others', async () => {
     await fakes.install('alpha');
