@@ -15,9 +15,10 @@ repo=$PWD
 
 tag=e2e-build
 . "$repo/scripts/go-env.sh"
+. "$repo/scripts/kube-lib.sh"
 
 mod=kube/e2e
-k8s_version=$(awk '($1 == "k8s.io/kubernetes" && $2 ~ /^v1\./) { print $2 } ($1 == "require" && $2 == "k8s.io/kubernetes") { print $3 }' $mod/go.mod)
+k8s_version=$(k8s_version_of $mod/go.mod)
 if [ -z "$k8s_version" ]; then echo "e2e-build: $mod/go.mod does not require k8s.io/kubernetes" >&2; exit 1; fi
 out=$cache/e2e/$k8s_version
 
@@ -30,51 +31,20 @@ programs=(
 )
 
 # The stamp names everything the programs depend on: the pinned modules, this script and the Go version.
-stamp=$({ cat $mod/go.mod $mod/go.sum "$script" scripts/go-env.sh; "$go" version; } | sha256sum | cut -d' ' -f1)
+stamp=$({ cat $mod/go.mod $mod/go.sum "$script" scripts/go-env.sh scripts/kube-lib.sh; "$go" version; } | sha256sum | cut -d' ' -f1)
 
-up_to_date() {
-  [ -f "$out/.stamp" ] && [ "$(cat "$out/.stamp")" = "$stamp" ] || return 1
-  local p
-  for p in "${programs[@]}"; do [ -x "$out/${p%%|*}" ] || return 1; done
-}
-
-if up_to_date; then
-  echo "e2e-build: the e2e suite of Kubernetes $k8s_version is up to date in $out" >&2
-  echo "$out"
-  exit 0
-fi
-
-mkdir -p "$cache/e2e"
-exec 8>"$cache/e2e/.build.lock"
-flock 8
-if up_to_date; then # another run built them while this one waited
-  echo "e2e-build: the e2e suite of Kubernetes $k8s_version is up to date in $out" >&2
-  echo "$out"
-  exit 0
-fi
-
-start=$(date +%s)
-elapsed() { local s=$(($(date +%s) - start)); printf '%dm%02ds' $((s / 60)) $((s % 60)); }
+names=()
+for p in "${programs[@]}"; do names+=("${p%%|*}"); done
+if up_to_date_or_lock "the e2e suite of Kubernetes $k8s_version is" "$out" "$cache/e2e/.build.lock" "$stamp" "${names[@]}"; then exit 0; fi
 
 echo "e2e-build: building the e2e suite of Kubernetes $k8s_version with $("$go" version | cut -d' ' -f3) into $out (GOMODCACHE=$GOMODCACHE, GOCACHE=$GOCACHE)" >&2
 pkgs=()
 for p in "${programs[@]}"; do IFS='|' read -r _ pkg _ <<<"$p"; pkgs+=("$pkg"); done
-if ! list_err=$(cd "$repo/$mod" && "$go" list -deps -test "${pkgs[@]}" 2>&1 >/dev/null); then
-  echo "$list_err" >&2
-  echo "e2e-build: could not get the modules of $mod/go.mod (a fresh machine needs the Go module proxy)" >&2
-  exit 1
-fi
-echo "e2e-build: modules ready after $(elapsed) ($(echo "$list_err" | grep -c '^go: downloading ' || true) downloaded)" >&2
+downloads=$(download_modules "$repo/$mod" -test "${pkgs[@]}")
+echo "e2e-build: modules ready after $(elapsed) ($downloads downloaded)" >&2
 
 # The version the suite reports (and compares with the cluster's), stamped as scripts/kube-build.sh stamps the binaries.
-build_date=$(cd "$repo/$mod" && "$go" list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' k8s.io/kubernetes)
-minor=${k8s_version#v1.}
-minor=${minor%%.*}
-ldflags="-s -w"
-for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  ldflags+=" -X $p.gitVersion=$k8s_version -X $p.gitMajor=1 -X $p.gitMinor=$minor"
-  ldflags+=" -X $p.gitCommit= -X $p.gitTreeState=archive -X $p.buildDate=$build_date"
-done
+ldflags=$(version_ldflags "$repo/$mod" "$k8s_version")
 
 building=$out.building
 rm -rf "$building"

@@ -12,8 +12,9 @@ repo=$PWD
 
 tag=kube-build
 . "$repo/scripts/go-env.sh"
+. "$repo/scripts/kube-lib.sh"
 
-k8s_version=$(awk '($1 == "k8s.io/kubernetes" && $2 ~ /^v1\./) { print $2 } ($1 == "require" && $2 == "k8s.io/kubernetes") { print $3 }' kube/go.mod)
+k8s_version=$(k8s_version_of kube/go.mod)
 if [ -z "$k8s_version" ]; then echo "kube-build: kube/go.mod does not require k8s.io/kubernetes" >&2; exit 1; fi
 bin=$cache/kube/$k8s_version/bin
 
@@ -27,58 +28,18 @@ etcd_pkg=go.etcd.io/etcd/server/v3
 names=("${k8s_names[@]}" etcd)
 
 # The stamp names everything the binaries depend on: the pinned modules, this script and the Go version.
-stamp=$({ cat kube/go.mod kube/go.sum kube/etcd/go.mod kube/etcd/go.sum "$script" scripts/go-env.sh; "$go" version; } | sha256sum | cut -d' ' -f1)
+stamp=$({ cat kube/go.mod kube/go.sum kube/etcd/go.mod kube/etcd/go.sum "$script" scripts/go-env.sh scripts/kube-lib.sh; "$go" version; } | sha256sum | cut -d' ' -f1)
 
-up_to_date() {
-  [ -f "$bin/.stamp" ] && [ "$(cat "$bin/.stamp")" = "$stamp" ] || return 1
-  local n
-  for n in "${names[@]}"; do [ -x "$bin/$n" ] || return 1; done
-}
-
-if up_to_date; then
-  echo "kube-build: Kubernetes $k8s_version binaries are up to date in $bin" >&2
-  echo "$bin"
-  exit 0
-fi
-
-mkdir -p "$cache/kube"
-exec 8>"$cache/kube/.build.lock"
-flock 8
-if up_to_date; then # another run built them while this one waited
-  echo "kube-build: Kubernetes $k8s_version binaries are up to date in $bin" >&2
-  echo "$bin"
-  exit 0
-fi
-
-start=$(date +%s)
-elapsed() { local s=$(($(date +%s) - start)); printf '%dm%02ds' $((s / 60)) $((s % 60)); }
+if up_to_date_or_lock "Kubernetes $k8s_version binaries are" "$bin" "$cache/kube/.build.lock" "$stamp" "${names[@]}"; then exit 0; fi
 
 echo "kube-build: building Kubernetes $k8s_version and etcd $(awk '$1 == "require" && $2 == "'$etcd_pkg'" { print $3 }' kube/etcd/go.mod) with $("$go" version | cut -d' ' -f3) into $bin (GOMODCACHE=$GOMODCACHE, GOCACHE=$GOCACHE)" >&2
 echo "kube-build: downloading the modules the ${#names[@]} binaries need..." >&2
-downloads=0
-for mod in kube:"${k8s_pkgs[*]}" kube/etcd:"$etcd_pkg"; do
-  # shellcheck disable=SC2086 # the package list splits on purpose
-  if ! list_err=$(cd "$repo/${mod%%:*}" && "$go" list -deps ${mod#*:} 2>&1 >/dev/null); then
-    echo "$list_err" >&2
-    echo "kube-build: could not get the modules of ${mod%%:*}/go.mod (a fresh machine needs the Go module proxy)" >&2
-    exit 1
-  fi
-  other=$(echo "$list_err" | grep -v '^go: downloading ' || true)
-  if [ -n "$other" ]; then echo "$other" >&2; fi
-  downloads=$((downloads + $(echo "$list_err" | grep -c '^go: downloading ' || true)))
-done
+k8s_downloads=$(download_modules "$repo/kube" "${k8s_pkgs[@]}")
+etcd_downloads=$(download_modules "$repo/kube/etcd" "$etcd_pkg")
+downloads=$((k8s_downloads + etcd_downloads))
 echo "kube-build: modules ready after $(elapsed) ($downloads downloaded)" >&2
 
-# Version stamping as Kubernetes' hack/lib/version.sh does it (kubeadm and kubelet compare versions); the build
-# date is the release's time from the module proxy, so a rebuild yields the same binaries.
-build_date=$(cd "$repo/kube" && "$go" list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' k8s.io/kubernetes)
-minor=${k8s_version#v1.}
-minor=${minor%%.*}
-ldflags="-s -w"
-for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  ldflags+=" -X $p.gitVersion=$k8s_version -X $p.gitMajor=1 -X $p.gitMinor=$minor"
-  ldflags+=" -X $p.gitCommit= -X $p.gitTreeState=archive -X $p.buildDate=$build_date"
-done
+ldflags=$(version_ldflags "$repo/kube" "$k8s_version")
 
 out=$cache/kube/$k8s_version/bin.building
 rm -rf "$out"
