@@ -2,7 +2,7 @@
 // (Debian's docker-registry, the tests' fixture) through nodelet (a static pod whose image is missing; the figure is the
 // agent's own "Successfully pulled image" time: the queue, the logins, CRI PullImage and the image's status) beside
 // `ctr images pull` of the same image into the floor containerd's store, which has never held it (the ratio's target:
-// 1.1x); each repetition removes the image from both stores first. Then 10 pods of one new image created at once: the
+// 1.1x); each repetition pulls a new image and removes it from both stores after. Then 10 pods of one new image created at once: the
 // registry's access log tells how often each blob and the tag were fetched (target: once), and the time until all run.
 import type { V1Pod } from '@kubernetes/client-node';
 import { execa } from 'execa';
@@ -47,14 +47,17 @@ export async function runPullPhase(bench: Bench): Promise<PullResults> {
   const registry = await startRegistry();
   const floorCtr = (...args: string[]) => execa('ctr', ['-a', floorSocket, '-n', 'k8s.io', ...args]);
   try {
-    const layers = await randomImageLayers(5, 10 * MiB);
-    const imageMiB = round1(layers.reduce((sum, l) => sum + l.length, 0) / MiB);
-    await registry.upload('nodelet/bench-pull:1', layers);
-    const image = `${registry.host}/nodelet/bench-pull:1`;
     const nodeletMs: number[] = [];
     const ctrMs: number[] = [];
     const reps = Math.min(bench.opts.reps, 5);
+    let imageMiB = 0;
     for (let rep = 0; rep < reps; rep++) {
+      // A new image of new random layers each repetition: removing an image leaves its blobs in containerd's content
+      // store for a while (ctr's `images rm --sync` did), and a pull that finds them fetches nothing.
+      const layers = await randomImageLayers(5, 10 * MiB);
+      imageMiB = round1(layers.reduce((sum, l) => sum + l.length, 0) / MiB);
+      await registry.upload(`nodelet/bench-pull:${rep + 1}`, layers);
+      const image = `${registry.host}/nodelet/bench-pull:${rep + 1}`;
       // nodelet: a pod of the missing image; its own figure for the pull.
       await bench.main.removeImage(image).catch(() => undefined);
       const name = `pull-${rep}`;
