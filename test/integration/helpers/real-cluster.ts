@@ -269,15 +269,16 @@ export async function cleanUpRealCluster(c: RealCluster): Promise<void> {
     // Static pods go with their manifests (their mirror pods with them).
     await rm(c.agent.manifestDir, { recursive: true, force: true });
     // nodelet stops each pod within its grace period, then deletes it (grace 0): gone from the API server and the runtime.
+    // A pod's directory goes last in its teardown, after its sandbox: waited for too, so only one that stays is a leftover.
+    const podDirs = async () => readdir(join(c.agent.rootDir, 'pods')).catch(() => [] as string[]);
     await waitFor('every pod of the node torn down by nodelet', async () => {
       const bound = await c.nodePods();
       const rt = await runtimeObjects(c.cri, [...c.uids]);
-      return bound.length === 0 && rt.sandboxes.length + rt.containers.length === 0 ? true : undefined;
+      return bound.length === 0 && rt.sandboxes.length + rt.containers.length === 0 && (await podDirs()).length === 0 ? true : undefined;
     }, 120_000, 500).catch((err: Error) => left.push(`nodelet did not tear every pod down: ${err.message}`));
     // Checked before any clean-up of ours: what nodelet's teardown left.
     for (const fp of c.footprints) left.push(...(await leftovers(c.cri, fp)).map((x) => `pod ${fp.uid}: ${x}`));
-    const podDirs = await readdir(join(c.agent.rootDir, 'pods')).catch(() => [] as string[]);
-    left.push(...podDirs.map((d) => `pod dir ${join(c.agent.rootDir, 'pods', d)}`));
+    left.push(...(await podDirs()).map((d) => `pod dir ${join(c.agent.rootDir, 'pods', d)}`));
     if (c.podCIDR) {
       const cidr = parseCidr(c.podCIDR);
       left.push(...(await ipReservations(c.runtime.podNetwork)).filter((ip) => cidrContains(cidr, parseIp(ip)!)).map((ip) => `host-local reservation ${ip}`));
