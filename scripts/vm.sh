@@ -19,9 +19,11 @@
 #   NODELET_VM_TIMEOUT=seconds (default 900)   the guest is killed after this long (bench: 3600).
 #   NODELET_VM_API_SERVER_PORT=PORT            a kube-apiserver on the host's 127.0.0.1:PORT, reached from the guest at
 #                                              10.0.2.100:PORT (qemu's guestfwd, one socat per connection).
-#   NODELET_VM_KUBELET_PORT=PORT               the guest's port PORT reached from the host at 127.0.0.1:PORT (hostfwd,
-#                                              loopback only): where kube-apiserver reaches the guest's kubelet API.
-#                                              Both are written to OUT/forwards for the guest.
+#   NODELET_VM_KUBELET_PORT=PORT               the guest's port PORT reached from the host at ADDRESS:PORT (hostfwd):
+#   NODELET_VM_KUBELET_ADDRESS=ADDRESS         where kube-apiserver reaches the guest's kubelet API. ADDRESS (default
+#                                              127.0.0.1) must be one of the host's own; the guest gives it to a dummy
+#                                              interface and reports it as its node IP (kubelet refuses a loopback one).
+#                                              All are written to OUT/forwards for the guest.
 #
 # The image is built from Debian's packages with mmdebstrap into $NODELET_CACHE/vm (default /var/cache/nodelet/vm), keyed
 # by this script's recipe: a changed package list or customization rebuilds it. qemu runs with TCG (on these machines
@@ -216,15 +218,16 @@ cmd_run() {
   rm -f "$out/done" "$out/results" "$out/serial.log" "$out/forwards"
   printf '%s\n' "$@" >"$out/args"
   # Forwarding under restrict=on: only these explicit rules cross between the guest and the host, and on the host side
-  # only through 127.0.0.1.
+  # only through 127.0.0.1 or the host's own address given for the kubelet port.
   local netdev="user,id=net0,restrict=on,net=10.0.2.0/24,host=10.0.2.2"
   if [[ -n ${NODELET_VM_API_SERVER_PORT:-} ]]; then
     netdev+=",guestfwd=tcp:$API_SERVER_GUEST_IP:$NODELET_VM_API_SERVER_PORT-cmd:socat STDIO TCP4:127.0.0.1:$NODELET_VM_API_SERVER_PORT"
     printf 'API_SERVER_IP=%s\nAPI_SERVER_PORT=%s\n' "$API_SERVER_GUEST_IP" "$NODELET_VM_API_SERVER_PORT" >>"$out/forwards"
   fi
   if [[ -n ${NODELET_VM_KUBELET_PORT:-} ]]; then
-    netdev+=",hostfwd=tcp:127.0.0.1:$NODELET_VM_KUBELET_PORT-$GUEST_IP:$NODELET_VM_KUBELET_PORT"
-    printf 'KUBELET_PORT=%s\n' "$NODELET_VM_KUBELET_PORT" >>"$out/forwards"
+    local kubelet_address=${NODELET_VM_KUBELET_ADDRESS:-127.0.0.1}
+    netdev+=",hostfwd=tcp:$kubelet_address:$NODELET_VM_KUBELET_PORT-$GUEST_IP:$NODELET_VM_KUBELET_PORT"
+    printf 'KUBELET_PORT=%s\nNODE_IP=%s\n' "$NODELET_VM_KUBELET_PORT" "$kubelet_address" >>"$out/forwards"
   fi
   [[ -f $REPO/dist/test/vm/smoke.js ]] || die "dist/ is not built (npm run build)"
   local modules=$REPO/node_modules append shares=()

@@ -101,11 +101,17 @@ export class PodNetworkConfig {
 
   /** Whether the network waits for Node.spec.podCIDR (its subnet comes from it, and it has not arrived yet). */
   get awaitingPodCIDR(): boolean {
-    return this.#podCidrFromNode && !this.#podCidr;
+    return this.#podCidrFromNode && !this.#podCidr && !this.#keepConfiguredRange;
   }
 
+  /**
+   * Set when Node.spec.podCIDR was refused while no range was in use (the pod bridge still carries the configured one,
+   * as on a node that ran pods before it joined): new pods get the configured range until the node's can be applied.
+   */
+  #keepConfiguredRange = false;
+
   #effective(selection: NetworkSelection, podCidr: string | undefined): NetConfList | undefined {
-    if (this.#podCidrFromNode && !podCidr) return undefined;
+    if (this.#podCidrFromNode && !podCidr && !this.#keepConfiguredRange) return undefined;
     return effectiveNetwork(selection, this.#applyPodCidr ? podCidr : undefined);
   }
 
@@ -161,9 +167,13 @@ export class PodNetworkConfig {
       await this.#checkSubnets(main, signal).catch((err: Error) => {
         throw new PodCIDRRefusedError(`pod CIDR ${cidr} (Node.spec.podCIDR): ${err.message}`, { cause: err });
       });
-      await this.#checkBridges(main, cidr, signal);
+      await this.#checkBridges(main, cidr, signal).catch(async (err: Error) => {
+        if (!this.network.main && this.#selection) await this.#useConfiguredRange(this.#selection, signal);
+        throw err;
+      });
     }
     this.#podCidr = cidr;
+    this.#keepConfiguredRange = false;
     this.#use(main);
     if (this.#podCidrFromNode && this.#podCidrStateFile) {
       const file = this.#podCidrStateFile;
@@ -171,6 +181,20 @@ export class PodNetworkConfig {
         .then(() => rename(`${file}.tmp`, file))
         .catch((err: unknown) => this.#log.warn({ err, file }, 'Could not save the node pod CIDR; a restart waits for Node.spec.podCIDR again'));
     }
+  }
+
+  /** What the refusal of the node's range promises: new pods keep the range the bridge carries, the configured one. */
+  async #useConfiguredRange(selection: NetworkSelection, signal: AbortSignal): Promise<void> {
+    this.#keepConfiguredRange = true;
+    const configured = this.#effective(selection, undefined);
+    try {
+      if (configured) await this.#checkSubnets(configured, signal);
+    } catch (err) {
+      this.#keepConfiguredRange = false;
+      this.#log.warn({ err }, 'The configured pod range cannot be used either; pods wait for the pod network');
+      return;
+    }
+    this.#use(configured);
   }
 
   /**

@@ -1,6 +1,6 @@
 // The VM test's cluster phase, the host's side: the real control plane (test/cluster/control-plane.ts) on free loopback
 // ports, the guest's nodelet joined to it through qemu's forwards (scripts/vm.sh: guestfwd to kube-apiserver, hostfwd
-// from the host's 127.0.0.1 to the guest's kubelet port), and the checks only the host can make: the Node Ready with
+// from the host's own address to the guest's kubelet port), and the checks only the host can make: the Node Ready with
 // the address and port kube-apiserver reaches it at, a pod the scheduler binds to it Running, `kubectl logs` of it
 // through kube-apiserver and the guest's kubelet API, and its deletion. The guest's side is test/vm/cluster.sh.
 import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { down, ensureBinaries, nodeCredentials, up, type ControlPlane } from '../../cluster/control-plane.js';
+import { detectNodeIP } from '../../../src/host/node.js';
 import { busybox, sleep } from '../helpers/agent.js';
 import { Kubectl } from '../helpers/kubectl.js';
 import { freePorts, keepAddonsOffNodes } from '../helpers/real-cluster.js';
@@ -45,6 +46,8 @@ export class GuestCluster {
     private readonly out: string,
     private readonly apiServerPort: number,
     private readonly kubeletPort: number,
+    /** The host's own address: qemu forwards the guest's kubelet port from it, and the guest reports it as its node IP. */
+    private readonly kubeletAddress: string,
     /** The control plane coming up (started at once, while the guest boots). */
     private readonly starting: Promise<ControlPlane>,
   ) {
@@ -58,11 +61,15 @@ export class GuestCluster {
     const [apiServerPort, etcdClientPort, etcdPeerPort, etcdMetricsPort, controllerManagerPort, schedulerPort, kubeletPort] = await freePorts(7);
     const starting = ensureBinaries(log).then((binDir) =>
       up({ dir, binDir, apiServerPort, etcdClientPort, etcdPeerPort, etcdMetricsPort, controllerManagerPort, schedulerPort, log }));
-    return new GuestCluster(dir, out, apiServerPort!, kubeletPort!, starting);
+    return new GuestCluster(dir, out, apiServerPort!, kubeletPort!, await detectNodeIP(), starting);
   }
 
   get env(): Record<string, string> {
-    return { NODELET_VM_API_SERVER_PORT: String(this.apiServerPort), NODELET_VM_KUBELET_PORT: String(this.kubeletPort) };
+    return {
+      NODELET_VM_API_SERVER_PORT: String(this.apiServerPort),
+      NODELET_VM_KUBELET_PORT: String(this.kubeletPort),
+      NODELET_VM_KUBELET_ADDRESS: this.kubeletAddress,
+    };
   }
 
   /** Call when the guest's qemu has exited: the waits stop at once. */
@@ -110,8 +117,8 @@ export class GuestCluster {
     });
     const internalIP = node.status?.addresses?.find((a) => a.type === 'InternalIP')?.address;
     const port = node.status?.daemonEndpoints?.kubeletEndpoint?.Port;
-    if (internalIP !== '127.0.0.1' || port !== this.kubeletPort) {
-      throw new Error(`the Node reports InternalIP ${internalIP} and kubelet port ${port}; kube-apiserver reaches the guest at 127.0.0.1:${this.kubeletPort}`);
+    if (internalIP !== this.kubeletAddress || port !== this.kubeletPort) {
+      throw new Error(`the Node reports InternalIP ${internalIP} and kubelet port ${port}; kube-apiserver reaches the guest at ${this.kubeletAddress}:${this.kubeletPort}`);
     }
     pass('Node Ready', `InternalIP ${internalIP}, kubelet port ${port} (qemu's hostfwd), podCIDR ${node.spec?.podCIDR}`);
 
