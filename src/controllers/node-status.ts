@@ -5,6 +5,7 @@ import { describeRuntimeCondition, networkNotReadyError } from '../cri/runtime-i
 import type { MachineInfo } from '../host/machine-info.js';
 import { canonicalJson as canonical } from '../core/canonical-json.js';
 import { tryParseQuantity } from '../core/quantity.js';
+import { aggregateMessage } from '../core/sync-result.js';
 import { formatResourceList, nodeAllocatable, nodeCapacity, type NodeReservation, type ResourceList } from '../host/allocatable.js';
 
 /** The Kubernetes release whose kubelet behaviour nodelet follows (kubectl on these machines is v1.32). */
@@ -97,12 +98,6 @@ export class RuntimeState {
   readyErrors(now: number): string[] {
     return [...this.runtimeErrors(now), ...this.networkErrors()];
   }
-}
-
-/** The message of an aggregate of errors as apimachinery prints it: one as is, several deduplicated in "[a, b]". */
-export function aggregateMessage(messages: string[]): string {
-  const unique = [...new Set(messages)];
-  return unique.length === 1 ? unique[0]! : `[${unique.join(', ')}]`;
 }
 
 // ---- the node ----

@@ -45,7 +45,8 @@ export function stepFailed(action: SyncAction, target: string, err: unknown, fal
   return { action, target, error: { code, message } };
 }
 
-/** The text of Go's utilerrors aggregate of these messages: one as it is, several as [a, b]. */
-export function aggregateMessages(messages: string[]): string {
-  return messages.length === 1 ? messages[0]! : `[${messages.join(', ')}]`;
+/** The text of Go's utilerrors aggregate of these messages: one as it is, several deduplicated in "[a, b]". */
+export function aggregateMessage(messages: string[]): string {
+  const unique = [...new Set(messages)];
+  return unique.length === 1 ? unique[0]! : `[${unique.join(', ')}]`;
 }

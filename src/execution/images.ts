@@ -8,7 +8,7 @@ import { keyringFromSecrets, lookupCredentials } from '../decisions/pull-credent
 import { defaultImagePullPolicy } from '../core/image-reference.js';
 import type { Backoff } from '../decisions/backoff.js';
 import type { ImageUser } from './security-context.js';
-import { aggregateMessages, SyncError } from '../core/sync-result.js';
+import { aggregateMessage, SyncError } from '../core/sync-result.js';
 import { formatGoDuration } from '../core/duration.js';
 import type { PodStartupLatencyTracker } from './pod-startup-latency.js';
 import { kubeletErrorText } from '../cri/errors.js';
@@ -118,7 +118,7 @@ export class ImageManager {
         errors.push(err instanceof Error ? err.message : String(err));
       }
     }
-    throw new Error(aggregateMessages(errors));
+    throw new Error(aggregateMessage(errors));
   }
 
   /**

@@ -8,7 +8,7 @@ import type { Clock } from '../core/clock.js';
 import type { EventRecorder } from '../core/events.js';
 import type { Logger } from '../core/log.js';
 import type { ImageService, RuntimeService, StatsService } from '../cri/types.js';
-import { aggregateMessages } from '../core/sync-result.js';
+import { aggregateMessage } from '../core/sync-result.js';
 import {
   bytesToFree,
   detectImages,
@@ -110,7 +110,7 @@ export class ImageGCManager {
         oldErrors.push((err as Error).message);
       }
     }
-    if (oldErrors.length > 0) throw new ImageGCError(`wanted to free images older than ${policy.maxAgeMs / 1000}s, encountered errors in image deletion: ${aggregateMessages(oldErrors)}`);
+    if (oldErrors.length > 0) throw new ImageGCError(`wanted to free images older than ${policy.maxAgeMs / 1000}s, encountered errors in image deletion: ${aggregateMessage(oldErrors)}`);
 
     const fs = (await this.deps.runtime.imageFsInfo({ signal })).imageFilesystems[0];
     const usage = fs ? await this.deps.filesystem(fs.mountpoint) : undefined;
@@ -138,7 +138,7 @@ export class ImageGCManager {
       freed += image.size;
       if (freed >= amount) break;
     }
-    if (errors.length > 0) throw new ImageGCError(`wanted to free ${amount} bytes, but freed ${freed} bytes space with errors in image deletion: ${aggregateMessages(errors)}`);
+    if (errors.length > 0) throw new ImageGCError(`wanted to free ${amount} bytes, but freed ${freed} bytes space with errors in image deletion: ${aggregateMessage(errors)}`);
     if (freed < amount) {
       const message = `Failed to garbage collect required amount of images. Attempted to free ${amount} bytes, but only found ${freed} bytes eligible to free.`;
       events.nodeEvent('Warning', 'FreeDiskSpaceFailed', message);

@@ -284,7 +284,10 @@ export class PodWorker {
     // A sync cancelled by termination must not bring back the probe workers termination stopped.
     if (!signal.aborted && !rejection) this.deps.prober.update(pod, state, () => this.wake());
     this.setStatus(this.deriveStatus(pod, state, rejection));
-    this.schedule(nextWake);
+    // As kubelet's syncPod, a pod past its active deadline is stopped, not only reported Failed (its stopped containers
+    // and logs stay, as for any pod that ended); a static pod too, which no API server status would stop.
+    if (rejection === deadlineExceeded) this.terminate(undefined, true);
+    else this.schedule(nextWake);
   }
 
   /** kubelet's reason cache: a container's last start failure or back-off, cleared by a successful start. */

@@ -1,7 +1,7 @@
 // The Node as kubelet's status setters build it: capacity/allocatable arithmetic, nodeInfo, conditions and their transitions, patches.
 import type { V1Node, V1NodeStatus } from '@kubernetes/client-node';
+import { aggregateMessage } from '../../../src/core/sync-result.js';
 import {
-  aggregateMessage,
   formatTime,
   initialNode,
   isNodeReady,

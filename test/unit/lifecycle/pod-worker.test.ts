@@ -87,9 +87,11 @@ describe('syncing', () => {
     const status = t.worker.apiPod()?.status;
     expect([status?.phase, status?.reason, status?.message]).toEqual(['Failed', 'DeadlineExceeded', 'Pod was active on the node longer than the specified deadline']);
     expect(t.f.events.reasons()).toContain('DeadlineExceeded');
-    // The Failed status stops the pod (pod config: an ended API pod); its final status keeps the reason.
-    t.worker.terminate(undefined, true);
+    // The worker stops the pod itself (a static pod has no API server status to stop it); the final status keeps the reason.
     await t.idle();
+    expect(t.f.runtime.callsOf('stopContainer')).toHaveLength(1);
+    expect(t.f.runtime.callsOf('stopPodSandbox')).toHaveLength(1);
+    expect(t.f.runtime.callsOf('removePodSandbox')).toHaveLength(0);
     const final = t.f.statuses.at(-1)!;
     expect([final.final, final.status.phase, final.status.reason]).toEqual([true, 'Failed', 'DeadlineExceeded']);
   });
