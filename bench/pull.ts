@@ -6,6 +6,7 @@
 // registry's access log tells how often each blob and the tag were fetched (target: once), and the time until all run.
 import type { V1Pod } from '@kubernetes/client-node';
 import { execa } from 'execa';
+import { waitFor } from '../test/integration/helpers/agent.js';
 import { randomImageLayers, registryHostsDir, startRegistry } from '../test/integration/helpers/registry.js';
 import type { Bench } from './session.js';
 import { isRunning, listPods } from './status-client.js';
@@ -32,16 +33,6 @@ function pullPod(name: string, image: string): string {
   });
 }
 
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
-  const deadline = now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 export async function runPullPhase(bench: Bench): Promise<PullResults> {
   const agent = bench.agent!;
   const registry = await startRegistry();
@@ -64,7 +55,7 @@ export async function runPullPhase(bench: Bench): Promise<PullResults> {
       await agent.writeManifestAside(name, pullPod(name, image));
       const since = Date.now();
       agent.renameManifestsIn([name]);
-      const line = await waitFor('nodelet\'s pull', async () => agent.lines.find((l) => l.time >= since && l.msg === `Successfully pulled image "${image}"`), 120_000);
+      const line = await waitFor('nodelet\'s pull', async () => agent.lines.find((l) => l.time >= since && l.msg === `Successfully pulled image "${image}"`), 120_000, 50);
       nodeletMs.push(line.durationMs!);
       await bench.nodeletTeardown(bench.signal);
       await bench.main.removeImage(image);

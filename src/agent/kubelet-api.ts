@@ -21,6 +21,7 @@ import type { CertificateManager } from '../bootstrap/rotation.js';
 import type { CertificatePair, CertificateStore } from '../bootstrap/cert-store.js';
 import { AgentConfigError, type AgentConfig } from './agent-config.js';
 import { tlsCipherSuiteNames, tlsVersions, type KubeletConfiguration } from './kubelet-config.js';
+import { formatGoDuration } from '../core/duration.js';
 
 export interface KubeletApiDeps {
   config: AgentConfig;
@@ -43,16 +44,6 @@ export interface KubeletApiDeps {
   log: Logger;
   /** Ends the serving certificate's manager (serverTLSBootstrap). */
   signal: AbortSignal;
-}
-
-/** Go's duration form, as /configz shows durations ("1m0s", "20s", "2m0s"). */
-export function formatGoDuration(ms: number): string {
-  if (ms === 0) return '0s';
-  const h = Math.floor(ms / 3_600_000);
-  const m = Math.floor((ms % 3_600_000) / 60_000);
-  const s = (ms % 60_000) / 1000;
-  if (h === 0 && m === 0 && s < 1) return `${ms}ms`;
-  return `${h > 0 ? `${h}h` : ''}${h > 0 || m > 0 ? `${m}m` : ''}${s}s`;
 }
 
 /** /configz: the KubeletConfiguration in effect, in kubelet.config.k8s.io/v1beta1 form. */

@@ -30,13 +30,8 @@ interface ContainerdCriConfig {
  * kubelet asks CRI RuntimeConfig (KubeletCgroupDriverFromCRI); containerd 1.6 does not implement it, its Status does.
  */
 export function cgroupDriverFromStatusInfo(info: Record<string, string>): CgroupDriver | undefined {
-  if (!info['config']) return undefined;
-  let config: ContainerdCriConfig;
-  try {
-    config = JSON.parse(info['config']) as ContainerdCriConfig;
-  } catch {
-    return undefined;
-  }
+  const config = criConfig(info);
+  if (!config) return undefined;
   const name = config.containerd?.defaultRuntimeName;
   const runtime = name ? config.containerd?.runtimes?.[name] : undefined;
   if (!runtime) return undefined;

@@ -71,7 +71,8 @@ export class ImageManager {
   private readonly events: EventRecorder;
 
   private readonly puller: ImagePuller<PulledImage>;
-  private progressWatcher?: PullProgressWatcher;
+  /** The content store's watcher, once the runtime answered where its store is (undefined in the promise: it names none). */
+  private progressWatcher?: Promise<PullProgressWatcher | undefined>;
   /** The pull each pod waits for (by pod UID): its image, and its progress once it runs. */
   private readonly waiting = new Map<string, { image: string; key: string }>();
   private readonly progressByKey = new Map<string, PullProgress>();
@@ -153,17 +154,22 @@ export class ImageManager {
       return await run();
     } finally {
       clearInterval(timer);
-      tracked?.end();
       this.progressByKey.delete(key);
     }
   }
 
+  /** The content store's watcher, asked of the runtime once: a runtime that names no store is not asked again per pull. */
   private async contentWatcher(): Promise<PullProgressWatcher | undefined> {
     if (!this.progressWatcher && this.options.contentStore) {
-      const store = await this.options.contentStore().catch(() => undefined);
-      if (store) this.progressWatcher = new PullProgressWatcher(store);
+      this.progressWatcher = this.options.contentStore().then(
+        (store) => (store ? new PullProgressWatcher(store) : undefined),
+        (err: unknown) => {
+          this.progressWatcher = undefined; // the call failed: asked again at the next pull
+          throw err;
+        },
+      );
     }
-    return this.progressWatcher;
+    return this.progressWatcher?.catch(() => undefined);
   }
 
   /**
@@ -238,8 +244,10 @@ export class ImageManager {
       this.events.event(ref, 'Warning', 'Failed', `Failed to pull image "${image}": ${message}`);
       throw new SyncError('ErrImagePull', message, { cause: err });
     }
-    // The pull's own time, and this pod's from asking (a turn in the queue, or joining a pull under way, included).
-    const message = `Successfully pulled image "${image}" in ${formatGoDuration(pullDurationMs)} (${formatGoDuration(this.now() - started)} including waiting). Image size: ${pulled.image?.size ?? 0} bytes.`;
+    // The pull's own time, and this pod's from asking (a turn in the queue, or joining a pull under way, included); a pod
+    // that joined a pull under way waited less than the whole pull, and kubelet's first figure never exceeds the second.
+    const waitedMs = this.now() - started;
+    const message = `Successfully pulled image "${image}" in ${formatGoDuration(Math.min(pullDurationMs, waitedMs))} (${formatGoDuration(waitedMs)} including waiting). Image size: ${pulled.image?.size ?? 0} bytes.`;
     this.events.event(ref, 'Normal', 'Pulled', message);
     return { ref: pulled.imageRef, user: imageUser(pulled.image) };
   }

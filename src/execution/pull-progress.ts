@@ -40,20 +40,25 @@ export class PullProgressWatcher {
 
   constructor(private readonly store: ContentStoreReader) {}
 
-  /** Starts following one pull: the blobs present now are not its to fetch. */
+  /**
+   * Starts following one pull: the blobs present now are not its to fetch. A manifest stays claimed after its pull ends
+   * (a pull still looking for its own must not take it); claims of manifests gone from the store are dropped here.
+   */
   async begin(): Promise<TrackedPull> {
-    return new TrackedPull(this.store, this.claimed, await this.store.blobDigests());
+    const blobs = await this.store.blobDigests();
+    for (const digest of this.claimed) if (!blobs.has(digest)) this.claimed.delete(digest);
+    return new TrackedPull(this.store, this.claimed, blobs);
   }
 }
 
 export class TrackedPull {
   private needed?: Descriptor[];
-  private manifest?: string;
   /** Blobs already looked at that are not a manifest. */
   private readonly inspected = new Set<string>();
 
   constructor(
     private readonly store: ContentStoreReader,
+    /** Manifests pulls have taken as theirs (shared by the watcher's pulls). */
     private readonly claimed: Set<string>,
     private readonly before: Set<string>,
   ) {}
@@ -68,7 +73,6 @@ export class TrackedPull {
         const descriptors = text === undefined ? undefined : manifestBlobs(text);
         if (!descriptors) continue;
         this.claimed.add(digest);
-        this.manifest = digest;
         this.needed = descriptors.filter((d) => !this.before.has(d.digest));
         break;
       }
@@ -78,11 +82,6 @@ export class TrackedPull {
     let downloadedBytes = 0;
     for (const d of this.needed) downloadedBytes += blobs.has(d.digest) ? d.size : Math.min(d.size, written.get(d.digest) ?? 0);
     return { downloadedBytes, totalBytes: this.needed.reduce((sum, d) => sum + d.size, 0) };
-  }
-
-  /** The pull has ended: its manifest may be claimed again by a later pull of the same image. */
-  end(): void {
-    if (this.manifest) this.claimed.delete(this.manifest);
   }
 }
 

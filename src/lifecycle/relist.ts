@@ -35,7 +35,7 @@ export function runtimeCounts(snapshot: NodeRuntimeSnapshot): { runningPods: num
     const uid = s.labels[podUidLabel];
     if (uid && s.state === 'SANDBOX_READY') running.add(uid);
   }
-  for (const c of snapshot.containers) if (c.labels[podUidLabel]) containers[stateNames[c.state] ?? 'unknown']++;
+  for (const c of snapshot.containers) if (c.labels[podUidLabel]) containers[stateNames[c.state]]++;
   return { runningPods: running.size, containers };
 }
 

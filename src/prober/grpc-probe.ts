@@ -4,6 +4,8 @@
 import { Client, Metadata, credentials, status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
 import type { ProbeOutcome } from './outcome.js';
 import { joinHostPort } from './tcp-probe.js';
+import { probeUserAgent } from './http-probe.js';
+import { formatGoDuration } from '../core/duration.js';
 
 /** grpc.health.v1.HealthCheckResponse.ServingStatus, by number. */
 const servingStatusNames = ['UNKNOWN', 'SERVING', 'NOT_SERVING', 'SERVICE_UNKNOWN'];
@@ -59,22 +61,17 @@ export function servingStatusOutcome(status: number): ProbeOutcome {
   return { result: 'failure', output: `service unhealthy (responded with "${servingStatusNames[status] ?? String(status)}")` };
 }
 
-/** Go's time.Duration String of whole seconds, as kubelet prints the timeout ("1s", "1m0s"). */
-function goSeconds(seconds: number): string {
-  return seconds >= 60 ? `${Math.floor(seconds / 60)}m${seconds % 60}s` : `${seconds}s`;
-}
-
 /** One Health/Check call; the connection is made for it and closed after. Rejects only when `signal` aborts. */
 export async function grpcProbe(host: string, port: number, service: string, timeoutSeconds: number, signal?: AbortSignal): Promise<ProbeOutcome> {
   const addr = joinHostPort(host, port);
-  const client = new Client(addr, credentials.createInsecure(), { 'grpc.primary_user_agent': 'kube-probe/1.32' });
+  const client = new Client(addr, credentials.createInsecure(), { 'grpc.primary_user_agent': probeUserAgent });
   const deadline = Date.now() + timeoutSeconds * 1000;
   try {
     signal?.throwIfAborted();
     const connected = await new Promise<boolean>((resolve) => client.waitForReady(deadline, (err) => resolve(!err)));
     signal?.throwIfAborted();
     if (!connected) {
-      return { result: 'failure', output: `timeout: failed to connect service "${addr}" within ${goSeconds(timeoutSeconds)}: context deadline exceeded` };
+      return { result: 'failure', output: `timeout: failed to connect service "${addr}" within ${formatGoDuration(timeoutSeconds * 1000)}: context deadline exceeded` };
     }
     return await new Promise<ProbeOutcome>((resolve, reject) => {
       const call = client.makeUnaryRequest<{ service: string }, Buffer>(
@@ -98,7 +95,7 @@ export async function grpcProbe(host: string, port: number, service: string, tim
             return resolve({ result: 'failure', output: `error: this server does not implement the grpc health protocol (grpc.health.v1.Health): ${err.details}` });
           }
           if (err.code === grpcStatus.DEADLINE_EXCEEDED) {
-            return resolve({ result: 'failure', output: `timeout: health rpc did not complete within ${goSeconds(timeoutSeconds)}` });
+            return resolve({ result: 'failure', output: `timeout: health rpc did not complete within ${formatGoDuration(timeoutSeconds * 1000)}` });
           }
           resolve({ result: 'failure', output: `error: health rpc probe failed: ${err.message}` });
         },

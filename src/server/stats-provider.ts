@@ -136,7 +136,11 @@ export class StatsProvider {
       if (!seen || seen.createdAt < s.createdAt) newest.set(uid, s);
     }
     const containersBySandbox = new Map<string, Container[]>();
-    for (const c of containers) containersBySandbox.set(c.podSandboxId, [...(containersBySandbox.get(c.podSandboxId) ?? []), c]);
+    for (const c of containers) {
+      const list = containersBySandbox.get(c.podSandboxId);
+      if (list) list.push(c);
+      else containersBySandbox.set(c.podSandboxId, [c]);
+    }
     const fsInfo = { now, rootfs: imageFsCapacity, logsFs, nodeFs };
     const ready = [...newest.values()];
     // The filesystems' parts first (asynchronous, mostly cached), then the cgroups' (synchronous) in small batches.
