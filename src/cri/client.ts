@@ -501,6 +501,7 @@ interface WireImage {
   size: Int64;
   uid: { value: Int64 } | null;
   username: string;
+  pinned: boolean;
 }
 
 /** CRI timestamps are int64 nanoseconds since the epoch; 0 stays 0 ("not happened"). */
@@ -528,6 +529,7 @@ function fromWireImage(i: WireImage): Image {
     size: Number(i.size),
     uid: i.uid === null ? undefined : Number(i.uid.value),
     username: i.username,
+    pinned: i.pinned,
   };
 }
 

@@ -267,6 +267,8 @@ export interface Image {
   /** Numeric uid the image runs as, when the image names one. */
   uid?: number;
   username: string;
+  /** The runtime keeps it: garbage collection must not remove it (the sandbox image, for one). */
+  pinned?: boolean;
 }
 
 /** Per-call options: every call has a deadline; a signal cancels it early. */

@@ -85,7 +85,7 @@ export class ImageGCManager {
     const [images, containers, sandboxImage] = await Promise.all([runtime.listImages({ signal }), runtime.listContainers(undefined, { signal }), this.deps.sandboxImage()]);
     const inUse = new Set(containers.map((c) => c.imageRef));
     const sandbox = sandboxImage ? await runtime.imageStatus(sandboxImage, { signal }).catch(() => undefined) : undefined;
-    this.records = detectImages(this.records, images.map((i) => ({ id: i.id, size: i.size, pinned: i.id === sandbox?.id })), inUse, now);
+    this.records = detectImages(this.records, images.map((i) => ({ id: i.id, size: i.size, pinned: i.pinned === true || i.id === sandbox?.id })), inUse, now);
     return inUse;
   }
 

@@ -160,7 +160,7 @@ describe('CriClient against a fake runtime', () => {
   it('returns undefined for an absent image and maps a present one', async () => {
     handlers.set('ImageStatus', (req) =>
       (req.image as { image: string }).image === 'present'
-        ? { image: { id: 'sha256:abc', repoTags: ['present'], size: '1234', uid: { value: '0' } } }
+        ? { image: { id: 'sha256:abc', repoTags: ['present'], size: '1234', uid: { value: '0' }, pinned: true } }
         : {},
     );
     expect(await client.imageStatus('absent')).toBeUndefined();
@@ -171,6 +171,7 @@ describe('CriClient against a fake runtime', () => {
       size: 1234,
       uid: 0,
       username: '',
+      pinned: true,
     });
   });
 

@@ -51,6 +51,16 @@ test('over the threshold: unused images removed least recently used first until 
   expect(nodeEvents).toEqual([]);
 });
 
+test('an image the runtime pins is never removed, however old and unused', async () => {
+  const images = [image('pause', 500, 'pause:1'), { ...image('pinned', 60), pinned: true }, image('b', 40)];
+  const { manager, removed, state, advance } = setup({ images, containers: [], available: 900 });
+  await manager.garbageCollect();
+  state.available = 100;
+  advance(1_000);
+  await expect(manager.garbageCollect()).rejects.toThrow('Attempted to free 100 bytes, but only found 40 bytes eligible to free.');
+  expect(removed).toEqual(['b']);
+});
+
 test('images younger than imageMinimumGCAge stay; not enough to free is FreeDiskSpaceFailed, then ImageGCFailed too', async () => {
   const images = [image('pause', 500, 'pause:1'), image('a', 30), image('running', 100)];
   const { manager, removed, nodeEvents, advance } = setup({ images, containers: ['running'], available: 100, minAgeMs: 60_000 });
