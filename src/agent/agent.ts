@@ -152,6 +152,8 @@ export class Agent {
     // The network comes from --cni-conf-dir, read now and watched while the agent runs: until a file is there, only
     // host-network pods start and the node's network is not ready.
     const podNetwork = await PodNetwork.create({ executor, main: undefined, log });
+    /** The subnets pod IPs come from now (hooks and probes may reach this node's other pods there). */
+    const podSubnets = (): string[] => (podNetwork.main ? hostLocalSubnets(podNetwork.main) : []);
     const networkConfig = new PodNetworkConfig({
       network: podNetwork,
       dir: config.cniConfDir,
@@ -227,7 +229,7 @@ export class Agent {
       observer,
       hostIP: () => nodeIP,
       podIPs: (sandboxId) => podNetwork.podIPs(sandboxId) ?? [],
-      podSubnets: () => (podNetwork.main ? hostLocalSubnets(podNetwork.main) : []),
+      podSubnets,
       runtimeName: () => runtimeName,
       resyncIntervalMs: config.syncFrequencyMs,
       errorRetryMs: workerErrorRetryMs,
@@ -242,7 +244,7 @@ export class Agent {
         return condition ? networkNotReadyError(condition) : undefined;
       },
       events,
-      prober: new ProbeManager({ runtime, hostIP: () => nodeIP, hostIPs: cachedHostIPs(nodeIP, clock), podSubnets: () => (podNetwork.main ? hostLocalSubnets(podNetwork.main) : []),
+      prober: new ProbeManager({ runtime, hostIP: () => nodeIP, hostIPs: cachedHostIPs(nodeIP, clock), podSubnets,
         log, events, clock, metrics }),
     });
     // One pod config in both modes merges the sources' pods and hands them to the workers. Cluster mode adds node

@@ -2,7 +2,8 @@
 // CIDR, turned into the network new pods join (or none, the node's network then not ready).
 import { execFile } from 'node:child_process';
 import { watch, type FSWatcher } from 'node:fs';
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
+import { writeFileAtomic } from '../bootstrap/files.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { cidrContains, parseCidr, parseIp } from '../cni/cidr.js';
@@ -177,9 +178,7 @@ export class PodNetworkConfig {
     this.#use(main);
     if (this.#podCidrFromNode && this.#podCidrStateFile) {
       const file = this.#podCidrStateFile;
-      await writeFile(`${file}.tmp`, `${cidr}\n`)
-        .then(() => rename(`${file}.tmp`, file))
-        .catch((err: unknown) => this.#log.warn({ err, file }, 'Could not save the node pod CIDR; a restart waits for Node.spec.podCIDR again'));
+      await writeFileAtomic(file, `${cidr}\n`, 0o644).catch((err: unknown) => this.#log.warn({ err, file }, 'Could not save the node pod CIDR; a restart waits for Node.spec.podCIDR again'));
     }
   }
 

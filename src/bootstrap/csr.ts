@@ -1,6 +1,7 @@
 // The node's client certificate request: its key, its PKCS#10 request and the CertificateSigningRequest object, as
 // kubelet's TLS bootstrap (pkg/kubelet/certificate/bootstrap) and client-go's certificate manager make them.
 import { createHash, createPrivateKey, createPublicKey, webcrypto, type X509Certificate } from 'node:crypto';
+import { canonicalIP } from '../core/ip.js';
 
 /** The signer of kubelets' client certificates; kube-controller-manager's csrapproving controller auto-approves them. */
 export const kubeletClientSigner = 'kubernetes.io/kube-apiserver-client-kubelet';
@@ -54,7 +55,7 @@ export const servingCertificateTemplate = (nodeName: string, sans: SubjectAltNam
 });
 
 /** An IP address in one spelling (X.509 text gives IPv6 uncompressed). */
-const canonicalIp = (ip: string): string => (ip.includes(':') ? new URL(`http://[${ip}]`).hostname.slice(1, -1) : ip);
+const canonicalIp = (ip: string): string => canonicalIP(ip) ?? ip;
 
 /**
  * Why a certificate does not satisfy the template (client-go's certSatisfiesTemplate: a different CN, or a DNS name,

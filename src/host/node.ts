@@ -1,7 +1,8 @@
 // Facts about the host nodelet runs on: its name and its IPs.
 import { readFile } from 'node:fs/promises';
-import { isIPv4, isIPv6 } from 'node:net';
+import { isIPv4 } from 'node:net';
 import { hostname, networkInterfaces, type NetworkInterfaceInfo } from 'node:os';
+import { canonicalIP } from '../core/ip.js';
 
 /** kubelet's node name: --hostname-override, else the host name, lower-cased. */
 export function nodeName(override?: string): string {
@@ -26,12 +27,6 @@ export interface NodeIPFacts {
 /** The host's interfaces and default route now. */
 export async function readNodeIPFacts(): Promise<NodeIPFacts> {
   return { interfaces: networkInterfaces(), defaultRouteInterface: defaultRouteInterface(await readFile('/proc/net/route', 'utf8').catch(() => '')) };
-}
-
-/** The address in one spelling (IPv6 compressed, lower case), or undefined when it is not an IP address. */
-function canonicalIP(ip: string): string | undefined {
-  if (isIPv4(ip)) return ip;
-  return isIPv6(ip) ? new URL(`http://[${ip}]`).hostname.slice(1, -1) : undefined;
 }
 
 /** kubelet's validateNodeIP: an address a node can be reached at, on one of this host's interfaces; else why not. */

@@ -12,10 +12,11 @@
 // plane's and nodelet's logs). Everything it started is torn down at the end, also after a failure or Ctrl-C.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
-import { copyFile, mkdir, readdir, readFile, rmdir, stat, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { execa } from 'execa';
+import { parseCgroupMounts } from '../../src/host/cgroups.js';
 import { repoRoot } from '../cluster/control-plane.js';
 import { freePorts, startRealCluster, type NodeRuntime, type RealCluster } from '../integration/helpers/real-cluster.js';
 import { DEFAULT_FOCUS, DEFAULT_SKIP, formatSummary, ginkgoArgs, summarize, type GinkgoReport } from './suite.js';
@@ -36,7 +37,6 @@ const POD_BRIDGE = 'nodelet-conf0';
 const POD_NETWORK = 'nodelet-conformance-bridge';
 /** kubelet's cgroupRoot for this node: its kubepods never meets the integration tests' nodelet's. */
 const CGROUP_ROOT = '/nodelet-conformance';
-const CGROUP_FS = '/sys/fs/cgroup';
 /** CIDRs no other cluster of the rig uses (the integration tests' are 10.96.0.0/16 and 10.244.0.0/16), nor the conformance
  * instance's network before the podCIDR (10.94.0.0/24, scripts/runtime.sh). */
 const CLUSTER_SETTINGS = { clusterCidr: '10.92.0.0/16', serviceCidr: '10.93.0.0/16' };
@@ -53,14 +53,9 @@ async function script(name: string, ...args: string[]): Promise<string> {
   return r.stdout.trim().split('\n').pop() ?? '';
 }
 
-/** The cgroup hierarchies of the host (v1: one per controller mount; v2: the unified one). */
+/** The cgroup hierarchies of the host, from its mounts (v1: one per controller mount, and named ones; v2: the unified one). */
 async function cgroupHierarchies(): Promise<string[]> {
-  const out: string[] = [];
-  for (const name of await readdir(CGROUP_FS).catch(() => [] as string[])) {
-    const dir = join(CGROUP_FS, name);
-    if ((await stat(dir).catch(() => undefined))?.isDirectory()) out.push(dir);
-  }
-  return out;
+  return parseCgroupMounts(await readFile('/proc/self/mountinfo', 'utf8')).map((h) => h.mountPoint);
 }
 
 /** kubelet requires its cgroupRoot to exist in every hierarchy; cpuset children start empty, so they get the parent's CPUs and memory nodes. */
