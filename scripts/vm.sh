@@ -19,10 +19,13 @@
 #   NODELET_VM_TIMEOUT=seconds (default 900)   the guest is killed after this long (bench: 3600).
 #   NODELET_VM_API_SERVER_PORT=PORT            a kube-apiserver on the host's 127.0.0.1:PORT, reached from the guest at
 #                                              10.0.2.100:PORT (qemu's guestfwd, one socat per connection).
-#   NODELET_VM_KUBELET_PORT=PORT               the guest's port PORT reached from the host at ADDRESS:PORT (hostfwd):
+#   NODELET_VM_KUBELET_PORT=PORT               the guest's port PORT reached from the host at ADDRESS:PORT:
 #   NODELET_VM_KUBELET_ADDRESS=ADDRESS         where kube-apiserver reaches the guest's kubelet API. ADDRESS (default
 #                                              127.0.0.1) must be one of the host's own; the guest gives it to a dummy
 #                                              interface and reports it as its node IP (kubelet refuses a loopback one).
+#                                              qemu's hostfwd listens on 127.0.0.1:PORT and socat relays ADDRESS:PORT
+#                                              there: slirp hands the guest a connection from a non-loopback host
+#                                              address with that source, which the guest holds itself and drops.
 #                                              All are written to OUT/forwards for the guest.
 #
 # The image is built from Debian's packages with mmdebstrap into $NODELET_CACHE/vm (default /var/cache/nodelet/vm), keyed
@@ -197,7 +200,15 @@ cmd_image() {
 }
 
 QEMU_PID=""
+RELAY_PID=""
 stop_qemu() {
+  if [[ -n $RELAY_PID ]]; then
+    # socat's fork leaves a child per open connection.
+    pkill -P "$RELAY_PID" 2>/dev/null || true
+    kill "$RELAY_PID" 2>/dev/null || true
+    wait "$RELAY_PID" 2>/dev/null || true
+    RELAY_PID=""
+  fi
   [[ -n $QEMU_PID ]] || return 0
   if kill -0 "$QEMU_PID" 2>/dev/null; then
     log "killing qemu (pid $QEMU_PID)"
@@ -218,7 +229,7 @@ cmd_run() {
   rm -f "$out/done" "$out/results" "$out/serial.log" "$out/forwards"
   printf '%s\n' "$@" >"$out/args"
   # Forwarding under restrict=on: only these explicit rules cross between the guest and the host, and on the host side
-  # only through 127.0.0.1 or the host's own address given for the kubelet port.
+  # only through 127.0.0.1 (and socat's relay from the host's own address given for the kubelet port).
   local netdev="user,id=net0,restrict=on,net=10.0.2.0/24,host=10.0.2.2"
   if [[ -n ${NODELET_VM_API_SERVER_PORT:-} ]]; then
     netdev+=",guestfwd=tcp:$API_SERVER_GUEST_IP:$NODELET_VM_API_SERVER_PORT-cmd:socat STDIO TCP4:127.0.0.1:$NODELET_VM_API_SERVER_PORT"
@@ -226,7 +237,7 @@ cmd_run() {
   fi
   if [[ -n ${NODELET_VM_KUBELET_PORT:-} ]]; then
     local kubelet_address=${NODELET_VM_KUBELET_ADDRESS:-127.0.0.1}
-    netdev+=",hostfwd=tcp:$kubelet_address:$NODELET_VM_KUBELET_PORT-$GUEST_IP:$NODELET_VM_KUBELET_PORT"
+    netdev+=",hostfwd=tcp:127.0.0.1:$NODELET_VM_KUBELET_PORT-$GUEST_IP:$NODELET_VM_KUBELET_PORT"
     printf 'KUBELET_PORT=%s\nNODE_IP=%s\n' "$NODELET_VM_KUBELET_PORT" "$kubelet_address" >>"$out/forwards"
   fi
   [[ -f $REPO/dist/test/vm/smoke.js ]] || die "dist/ is not built (npm run build)"
@@ -244,6 +255,11 @@ cmd_run() {
 
   trap stop_qemu EXIT
   trap 'exit 130' INT TERM
+  if [[ -n ${NODELET_VM_KUBELET_PORT:-} && ${NODELET_VM_KUBELET_ADDRESS:-127.0.0.1} != 127.0.0.1 ]]; then
+    socat "TCP4-LISTEN:$NODELET_VM_KUBELET_PORT,bind=$NODELET_VM_KUBELET_ADDRESS,reuseaddr,fork" \
+      "TCP4:127.0.0.1:$NODELET_VM_KUBELET_PORT,bind=127.0.0.1" &
+    RELAY_PID=$!
+  fi
   log "booting the guest (TCG; serial log $out/serial.log)..."
   qemu-system-x86_64 -accel tcg,thread=multi -smp 2 -m 4G -no-user-config -nodefaults -display none \
     -kernel "$image/vmlinuz" -initrd "$image/initrd.img" -append "$append" \

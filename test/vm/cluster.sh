@@ -3,9 +3,9 @@
 # server, OUT/forwards from scripts/vm.sh). The host's test writes OUT/cluster/{kubeconfig,ca.crt} (a system:node:
 # client certificate of its real control plane, the server named by the control plane's name) and then
 # OUT/cluster/ready. nodelet.service joins as kubeadm leaves a kubelet: its extra flags in /etc/default/nodelet and a
-# restart. The node reports the host's address (NODE_IP, on a dummy interface here) and its kubelet port, which qemu
-# forwards from that address, so kube-apiserver on the host reaches the kubelet API there. The host then checks the Node, a pod and its logs, and
-# writes OUT/cluster/finished.
+# restart. The node reports the host's address (NODE_IP, on a dummy interface here) and its kubelet port, which
+# scripts/vm.sh forwards from that address, so kube-apiserver on the host reaches the kubelet API there. The host then
+# checks the Node, a pod and its logs, and writes OUT/cluster/finished.
 set -uo pipefail
 OUT=$1
 C=$OUT/cluster
@@ -28,7 +28,7 @@ server_host=$(sed -n 's|^ *server: https://\([^:/]*\):.*|\1|p' "$C/kubeconfig" |
 grep -q " $server_host\$" /etc/hosts || echo "$API_SERVER_IP $server_host" >>/etc/hosts
 install -D -m 600 "$C/kubeconfig" /etc/nodelet/kubeconfig
 install -D -m 644 "$C/ca.crt" /etc/nodelet/ca.crt
-# The node IP kube-apiserver dials is the host address qemu forwards the kubelet port from; the guest holds it on a dummy
+# The node IP kube-apiserver dials is the host address scripts/vm.sh forwards the kubelet port from; the guest holds it on a dummy
 # interface, so it is an address of this node (kubelet's node IP check) without a route anywhere.
 ip link add nodelet-nodeip type dummy 2>/dev/null || true
 ip addr replace "$NODE_IP/32" dev nodelet-nodeip

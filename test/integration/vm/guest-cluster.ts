@@ -1,6 +1,6 @@
 // The VM test's cluster phase, the host's side: the real control plane (test/cluster/control-plane.ts) on free loopback
-// ports, the guest's nodelet joined to it through qemu's forwards (scripts/vm.sh: guestfwd to kube-apiserver, hostfwd
-// from the host's own address to the guest's kubelet port), and the checks only the host can make: the Node Ready with
+// ports, the guest's nodelet joined to it through qemu's forwards (scripts/vm.sh: guestfwd to kube-apiserver, a relay
+// from the host's own address to qemu's hostfwd of the guest's kubelet port), and the checks only the host can make: the Node Ready with
 // the address and port kube-apiserver reaches it at, a pod the scheduler binds to it Running, `kubectl logs` of it
 // through kube-apiserver and the guest's kubelet API, and its deletion. The guest's side is test/vm/cluster.sh.
 import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -46,7 +46,7 @@ export class GuestCluster {
     private readonly out: string,
     private readonly apiServerPort: number,
     private readonly kubeletPort: number,
-    /** The host's own address: qemu forwards the guest's kubelet port from it, and the guest reports it as its node IP. */
+    /** The host's own address: scripts/vm.sh forwards the guest's kubelet port from it, and the guest reports it as its node IP. */
     private readonly kubeletAddress: string,
     /** The control plane coming up (started at once, while the guest boots). */
     private readonly starting: Promise<ControlPlane>,
@@ -120,7 +120,7 @@ export class GuestCluster {
     if (internalIP !== this.kubeletAddress || port !== this.kubeletPort) {
       throw new Error(`the Node reports InternalIP ${internalIP} and kubelet port ${port}; kube-apiserver reaches the guest at ${this.kubeletAddress}:${this.kubeletPort}`);
     }
-    pass('Node Ready', `InternalIP ${internalIP}, kubelet port ${port} (qemu's hostfwd), podCIDR ${node.spec?.podCIDR}`);
+    pass('Node Ready', `InternalIP ${internalIP}, kubelet port ${port} (forwarded to the guest), podCIDR ${node.spec?.podCIDR}`);
 
     await this.until('the default ServiceAccount', 60_000, () => kubectl.get('serviceaccount', 'default').catch(() => undefined));
     await kubectl.fromFile('create', `${podName}.yaml`, podManifest);
