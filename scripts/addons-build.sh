@@ -12,6 +12,7 @@ repo=$PWD
 
 tag=addons-build
 . "$repo/scripts/go-env.sh"
+. "$repo/scripts/kube-lib.sh"
 
 # name|module dir under kube/|module path|main package|ldflags beyond -s -w
 addons=(
@@ -19,33 +20,23 @@ addons=(
   "coredns|coredns|github.com/coredns/coredns|github.com/coredns/coredns|"
 )
 
-mkdir -p "$cache/addons"
-exec 8>"$cache/addons/.build.lock"
-flock 8
-
 for entry in "${addons[@]}"; do
   IFS='|' read -r name dir module pkg ldflags <<<"$entry"
   version=$(awk -v m="$module" '($1 == m && $2 ~ /^v/) { print $2 } ($1 == "require" && $2 == m) { print $3 }' "kube/$dir/go.mod")
   if [ -z "$version" ]; then echo "addons-build: kube/$dir/go.mod does not require $module" >&2; exit 1; fi
   out=$cache/addons/$name/$version
-  stamp=$({ cat "kube/$dir/go.mod" "kube/$dir/go.sum" "$script" scripts/go-env.sh; "$go" version; } | sha256sum | cut -d' ' -f1)
-  if [ -x "$out/$name" ] && [ "$(cat "$out/.stamp" 2>/dev/null)" = "$stamp" ]; then
-    echo "addons-build: $name $version is up to date in $out" >&2
-  else
-    start=$(date +%s)
+  stamp=$({ cat "kube/$dir/go.mod" "kube/$dir/go.sum" "$script" scripts/go-env.sh scripts/kube-lib.sh; "$go" version; } | sha256sum | cut -d' ' -f1)
+  if ! up_to_date_or_lock "$name $version" "$out" "$cache/addons/.build.lock" "$stamp" "$name" >/dev/null; then
+    build_start=$(date +%s)
     echo "addons-build: building $name $version with $("$go" version | cut -d' ' -f3) into $out..." >&2
-    if ! list_err=$(cd "$repo/kube/$dir" && "$go" list -deps "$pkg" 2>&1 >/dev/null); then
-      echo "$list_err" >&2
-      echo "addons-build: could not get the modules of kube/$dir/go.mod (a fresh machine needs the Go module proxy)" >&2
-      exit 1
-    fi
-    echo "addons-build:   modules ready after $(($(date +%s) - start)) s ($(echo "$list_err" | grep -c '^go: downloading ' || true) downloaded)" >&2
+    downloaded=$(download_modules "$repo/kube/$dir" "$pkg")
+    echo "addons-build:   modules ready after $(elapsed) ($downloaded downloaded)" >&2
     mkdir -p "$out"
     rm -f "$out/.stamp"
     (cd "$repo/kube/$dir" && "$go" build -trimpath -ldflags "-s -w $ldflags" -o "$out/$name.tmp" "$pkg")
     mv -f "$out/$name.tmp" "$out/$name"
     echo "$stamp" >"$out/.stamp"
-    echo "addons-build: built $name $version in $(($(date +%s) - start)) s ($(du -h "$out/$name" | cut -f1))" >&2
+    echo "addons-build: built $name $version in $(elapsed) ($(du -h "$out/$name" | cut -f1))" >&2
   fi
   echo "$name $version $out/$name"
 done

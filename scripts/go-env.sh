@@ -1,6 +1,7 @@
-# go-env.sh: sourced by scripts/kube-build.sh and scripts/addons-build.sh (after `set -euo pipefail`, with $tag naming
-# the caller in messages): the Go toolchain as $go, and the build environment both share: module and build caches under
-# ${NODELET_CACHE:-/var/cache/nodelet}/go, static binaries, go.sum authoritative, no toolchain download.
+# go-env.sh: sourced by scripts/kube-build.sh, scripts/e2e-build.sh and scripts/addons-build.sh (after `set -euo
+# pipefail`, with $tag naming the caller in messages): the Go toolchain as $go, and the build environment they share:
+# module and build caches under ${NODELET_CACHE:-/var/cache/nodelet}/go, static binaries, go.sum authoritative, no
+# toolchain download.
 go=${GO:-}
 if [ -z "$go" ]; then
   if command -v go >/dev/null 2>&1; then go=$(command -v go); elif [ -x /usr/local/go/bin/go ]; then go=/usr/local/go/bin/go; fi

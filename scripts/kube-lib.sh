@@ -1,5 +1,6 @@
-# kube-lib.sh: sourced by scripts/kube-build.sh and scripts/e2e-build.sh (after go-env.sh): building programs of
-# k8s.io/kubernetes from a wrapper module under kube/ into a cache directory stamped with what they were built from.
+# kube-lib.sh: sourced by scripts/kube-build.sh, scripts/e2e-build.sh and scripts/addons-build.sh (after go-env.sh):
+# building programs of upstream Go modules (k8s.io/kubernetes through a wrapper module) under kube/ into a cache
+# directory stamped with what they were built from.
 
 # The k8s.io/kubernetes version a wrapper module's go.mod requires.
 k8s_version_of() {

@@ -9,6 +9,7 @@ import { configureLogger, type LogFormat, type Logger } from '../core/log.js';
 import { joinFlags, joinUsage } from './join-flags.js';
 import { agentFlags, defaultCniConfDir, flagUsage, FlagError, parseFlags, type FlagSpec } from './flags.js';
 import { parseGoDuration } from '../core/duration.js';
+import { canonicalIP } from '../core/ip.js';
 import { formatPodJson, formatPodTable, PodWatchPrinter } from './print-pods.js';
 
 const podsFlags: FlagSpec[] = [
@@ -49,7 +50,7 @@ function agentConfig(values: Map<string, string>, kubelet: KubeletConfiguration)
     runtimeEndpoint: kubelet.containerRuntimeEndpoint,
     rootDir: get('root-dir'),
     hostnameOverride: get('hostname-override'),
-    nodeIP: get('node-ip'),
+    nodeIP: nodeIPFlag(get('node-ip')),
     podCIDR: kubelet.podCIDR,
     cniConfDir: get('cni-conf-dir'),
     podCidrInConfDir: resolve(get('cni-conf-dir')) === defaultCniConfDir || kubelet.podCIDR !== '',
@@ -66,6 +67,12 @@ function agentConfig(values: Map<string, string>, kubelet: KubeletConfiguration)
     imageGCPeriodMs: positiveDuration('image-gc-period', get('image-gc-period')),
     kubelet,
   };
+}
+
+/** --node-ip as kubelet parses it: empty, or an IP address. */
+function nodeIPFlag(text: string): string {
+  if (text && !canonicalIP(text)) throw new FlagError(`invalid --node-ip "${text}": must be a valid IP address`);
+  return text;
 }
 
 function positiveDuration(flag: string, text: string): number {
@@ -128,6 +135,8 @@ async function runAgent(argv: string[], started?: { log: Logger; signal: AbortSi
     await new Agent(agentConfig(values, kubelet), log).run(signal);
     return 0;
   } catch (err) {
+    // A bad flag value found with the configuration file's values: told as the flags' errors are, with usage.
+    if (err instanceof FlagError) throw err;
     if (err instanceof AgentConfigError || err instanceof KubeconfigError || err instanceof KubeletConfigError) {
       log.fatal(err.message);
       return 2;

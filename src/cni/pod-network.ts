@@ -146,9 +146,10 @@ export class PodNetwork {
   }
 
   /**
-   * The sandbox's network is the one its cached ADD result records (configuration included), whatever the directory
-   * says now. Without a record (the ADD failed before it was written, or a DEL already removed it) the plugins of
-   * `list`, else of the current network, run without prevResult: DEL releases what they may still hold.
+   * The sandbox's network is the one its cached ADD record names (configuration included), whatever the directory says
+   * now; a record the ADD left without a result (it failed or the agent died) is deleted without prevResult. Without a
+   * record (it could not be written, or a DEL already removed it) the plugins of `list`, else of the current network,
+   * run without prevResult: DEL releases what they may still hold.
    */
   async #tearDown(rt: CniRuntimeConf, list?: NetConfList, signal?: AbortSignal): Promise<void> {
     const attachments = (await this.executor.cachedAttachments({ containerId: rt.containerId })).filter((a) => a.managed);

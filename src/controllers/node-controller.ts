@@ -27,6 +27,9 @@ export const runtimeCheckPeriodMs = 5_000;
 /** Registration back-off as kubelet's registerWithAPIServer: 100 ms doubling up to 7 s. */
 const registerInitialBackoffMs = 100;
 const registerMaxBackoffMs = 7_000;
+/** A refused Node.spec.podCIDR is tried again after 10 s, then twice as long each time, at most 5 minutes apart. */
+const podCIDRFirstRetryMs = 10_000;
+const podCIDRMaxRetryMs = 300_000;
 
 export interface NodeControllerSettings {
   nodeName: string;
@@ -91,6 +94,9 @@ export class NodeController {
   private lastReportAt: number | undefined;
   private appliedPodCIDR: string | undefined;
   private refusedPodCIDR: string | undefined;
+  /** A refused range is tried again at this time (ms), the wait doubling per refusal up to 5 minutes. */
+  private podCIDRRetryAt = 0;
+  private podCIDRRetryDelayMs = 0;
   private wake: AbortController = new AbortController();
   private lastReadySummary: string | undefined;
   /** The InternalIP as last determined; undefined while it cannot be (the Node's addresses are left as they are). */
@@ -364,13 +370,21 @@ export class NodeController {
   /** kubelet's updatePodCIDR: a new Node.spec.podCIDR reconfigures the pod network (new pods only). Returns whether it changed. */
   private async updatePodCIDR(cidr: string | undefined, signal: AbortSignal): Promise<boolean> {
     if (!cidr || cidr === this.appliedPodCIDR || !this.opts.applyPodCIDR) return false;
+    const now = this.clock.now();
+    if (cidr === this.refusedPodCIDR && now < this.podCIDRRetryAt) return false;
     try {
       await this.opts.applyPodCIDR(cidr, signal);
     } catch (err) {
       if (signal.aborted) return false;
-      // Logged once per refused range; it is tried again each period (host routes may change).
-      if (this.refusedPodCIDR !== cidr) this.opts.log.error({ err, podCIDR: cidr }, 'Cannot use the node pod CIDR; new pods keep the previous range');
+      // Logged once per refused range; it is tried again later (host routes and the bridge may change), backing off
+      // as each try runs `ip` on the host.
+      if (this.refusedPodCIDR !== cidr) {
+        this.opts.log.error({ err, podCIDR: cidr }, 'Cannot use the node pod CIDR; new pods keep the previous range');
+        this.podCIDRRetryDelayMs = 0;
+      }
       this.refusedPodCIDR = cidr;
+      this.podCIDRRetryDelayMs = Math.min(Math.max(2 * this.podCIDRRetryDelayMs, podCIDRFirstRetryMs), podCIDRMaxRetryMs);
+      this.podCIDRRetryAt = now + this.podCIDRRetryDelayMs;
       return false;
     }
     this.opts.log.info({ podCIDR: cidr, previous: this.appliedPodCIDR }, 'Pod network now allocates from the node pod CIDR (running pods keep their IPs)');

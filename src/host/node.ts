@@ -53,7 +53,7 @@ export class NodeIPError extends Error {}
  * name up in DNS before the default route; nodelet does not (no name lookups leave the node for its own address).
  */
 export function chooseNodeIP(nodeIP: string, hostname: string, facts: NodeIPFacts): string {
-  if (nodeIP && nodeIP !== '0.0.0.0' && nodeIP !== '::') {
+  if (givenNodeIP(nodeIP)) {
     const problem = nodeIPProblem(nodeIP, facts);
     if (problem) throw new NodeIPError(`failed to validate nodeIP: ${problem}`);
     return nodeIP;
@@ -69,9 +69,17 @@ export function chooseNodeIP(nodeIP: string, hostname: string, facts: NodeIPFact
   throw new NodeIPError(`can't get ip address of node ${hostname}: no non-loopback IPv4 address on the host`);
 }
 
-/** The node's IP at start: --node-ip as given, else as chooseNodeIP finds it, else 127.0.0.1 (a host with no network). */
+/** Whether --node-ip names an address: unset and the unspecified addresses mean "find it" to kubelet. */
+function givenNodeIP(nodeIP: string | undefined): nodeIP is string {
+  return !!nodeIP && nodeIP !== '0.0.0.0' && nodeIP !== '::';
+}
+
+/**
+ * The node's IP at start: --node-ip as given (its syntax checked with the flags; whether it is on the host is checked
+ * by each node status update, as kubelet does), else as chooseNodeIP finds it, else 127.0.0.1 (a host with no network).
+ */
 export async function detectNodeIP(override?: string, hostname = ''): Promise<string> {
-  if (override) return override;
+  if (givenNodeIP(override)) return override;
   try {
     return chooseNodeIP('', hostname, await readNodeIPFacts());
   } catch {

@@ -56,7 +56,7 @@ export function decodeHealthCheckResponse(buf: Buffer): number {
 }
 
 /** What kubelet's grpc prober says of a status. */
-export function servingStatusOutcome(status: number): ProbeOutcome {
+function servingStatusOutcome(status: number): ProbeOutcome {
   if (status === 1) return { result: 'success', output: 'service healthy' };
   return { result: 'failure', output: `service unhealthy (responded with "${servingStatusNames[status] ?? String(status)}")` };
 }

@@ -215,7 +215,8 @@ spec:
     expect(pod.status?.ephemeralContainerStatuses?.[0]).toMatchObject({ name: 'debugger', ready: false, restartCount: 0 });
     expect(pod.status?.phase).toBe('Running');
     expect(pod.status?.containerStatuses?.[0]).toMatchObject({ ready: true, restartCount: 1 });
-    expect(await kubectl('logs', 'restarter', '-c', 'debugger')).toBe('polo');
+    // Running is reported when the process started, maybe before its echo reached the log file.
+    await waitFor('the debugger\'s log line', async () => ((await kubectl('logs', 'restarter', '-c', 'debugger')) === 'polo' ? true : undefined), 20_000, 200);
     // The target's process namespace: its sleep is visible from the debugger (not from a container of its own).
     expect(await kubectl('exec', 'restarter', '-c', 'debugger', '--', 'ps', '-o', 'args')).toContain('sleep 3600');
   });

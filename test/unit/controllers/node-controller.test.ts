@@ -353,19 +353,28 @@ test("the node's addresses are determined again at every status update: a new In
   await s.finish();
 });
 
-test('a refused pod CIDR is retried each period without forcing patches', async () => {
-  let attempts = 0;
-  const s = setup({}, async () => {
-    attempts++;
-    throw new Error('overlaps host routes');
+test('a refused pod CIDR is retried after 10 s, then backing off, without forcing patches; a new one is tried at once', async () => {
+  const attempts: Array<{ cidr: string; at: number }> = [];
+  let refuse = true;
+  const s = setup({}, async (cidr) => {
+    attempts.push({ cidr, at: s.clock.now() });
+    if (refuse) throw new Error('overlaps host routes');
   });
   await s.controller.whenRegistered();
   await s.clock.advance(10_000);
   s.api.node!.spec = { podCIDR: '192.0.2.0/24' };
   s.api.calls = [];
-  await s.clock.advance(30_000);
-  expect(attempts).toBe(3);
+  const start = s.clock.now();
+  await s.clock.advance(80_000);
+  // Tries at the next status updates 10 s, 20 s and 40 s apart (each on a 10 s status period).
+  const gaps = attempts.map((a) => a.at - start);
+  expect(gaps).toEqual([gaps[0], gaps[0]! + 10_000, gaps[0]! + 30_000, gaps[0]! + 70_000]);
   expect(writes(s.api.calls)).toEqual([]);
+  attempts.length = 0;
+  refuse = false;
+  s.api.node!.spec = { podCIDR: '198.51.100.0/24' };
+  await s.clock.advance(10_000);
+  expect(attempts.map((a) => a.cidr)).toEqual(['198.51.100.0/24']);
   await s.finish();
 });
 

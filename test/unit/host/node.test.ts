@@ -1,7 +1,7 @@
 // The node's InternalIP as kubelet's NodeAddress setter chooses it at every status update, and kubelet's validation of
 // --node-ip (it must still be on the host).
 import type { NetworkInterfaceInfo } from 'node:os';
-import { chooseNodeIP, defaultRouteInterface, NodeIPError, nodeIPProblem, type NodeIPFacts } from '../../../src/host/node.js';
+import { chooseNodeIP, defaultRouteInterface, detectNodeIP, NodeIPError, nodeIPProblem, type NodeIPFacts } from '../../../src/host/node.js';
 
 const addr = (address: string, internal = false): NetworkInterfaceInfo =>
   address.includes(':')
@@ -49,4 +49,10 @@ test('the default route from /proc/net/route', () => {
     'eth0\t00000000\t0164A8C0\t0003\t0\t0\t0\t00000000\t0\t0\t0\n';
   expect(defaultRouteInterface(table)).toBe('eth0');
   expect(defaultRouteInterface(table.split('\n').slice(0, 2).join('\n'))).toBeUndefined();
+});
+
+test('--node-ip 0.0.0.0 or :: asks for the address to be found, as no --node-ip does', async () => {
+  expect(await detectNodeIP('0.0.0.0')).toBe(await detectNodeIP(''));
+  expect(await detectNodeIP('::')).toBe(await detectNodeIP(''));
+  expect(await detectNodeIP('192.0.2.9')).toBe('192.0.2.9');
 });
