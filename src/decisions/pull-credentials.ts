@@ -20,11 +20,13 @@ const defaultRegistryHost = 'index.docker.io';
 /** A docker config's logins by location (`host[:port][/path]`, perhaps a URL), in the file's order. */
 export type DockerConfig = [location: string, credential: RegistryCredential][];
 
-/** A JSON object's field as Go's encoding/json finds it: the exact key, else the first that differs only in case. */
+/**
+ * A JSON object's field as Go's encoding/json decodes it into a struct: every key equal to the field's name but for case
+ * is assigned in the document's order, so the last one wins.
+ */
 function goField(object: Record<string, unknown>, name: string): unknown {
-  if (Object.hasOwn(object, name)) return object[name];
   const lower = name.toLowerCase();
-  const key = Object.keys(object).find((k) => k.toLowerCase() === lower);
+  const key = Object.keys(object).findLast((k) => k.toLowerCase() === lower);
   return key === undefined ? undefined : object[key];
 }
 

@@ -45,11 +45,6 @@ export class ImagePuller<T> {
     this.limit = options.serialize ? 1 : (options.maxParallel ?? Infinity);
   }
 
-  /** How many pulls run now and how many wait for a turn (for the log and tests). */
-  get load(): { running: number; queued: number } {
-    return { running: this.running, queued: this.queue.length };
-  }
-
   /**
    * Runs `run` when a turn comes, or joins the pull of the same key already queued or running. `signal` ends only
    * this caller's wait; the pull itself is aborted when no caller waits for it any more.

@@ -83,13 +83,20 @@ export interface Summary {
   pods: PodSummary[];
 }
 
-let lastApiTime = { second: NaN, text: '' };
+/** apiTime's texts by second: a scrape interleaves a few seconds (samples, start times) hundreds of times. */
+const apiTimes = new Map<number, string>();
+const apiTimesKept = 256;
 
-/** kube's JSON time (metav1.Time): RFC 3339, whole seconds. A scrape asks for the same second hundreds of times. */
+/** kube's JSON time (metav1.Time): RFC 3339, whole seconds. */
 export function apiTime(ms: number): string {
   const second = Math.floor(ms / 1000);
-  if (second !== lastApiTime.second) lastApiTime = { second, text: new Date(second * 1000).toISOString().replace('.000Z', 'Z') };
-  return lastApiTime.text;
+  let text = apiTimes.get(second);
+  if (text === undefined) {
+    if (apiTimes.size >= apiTimesKept) apiTimes.clear();
+    text = new Date(second * 1000).toISOString().replace('.000Z', 'Z');
+    apiTimes.set(second, text);
+  }
+  return text;
 }
 
 /** A cumulative cpu counter at a time, and its rate since the counter's previous sample (undefined for the first). */

@@ -28,10 +28,12 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
-export async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000, intervalMs = 200): Promise<T> {
+/** Polls `probe` until it returns a value (not undefined or false); stops at once with `signal`'s reason when it aborts. */
+export async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000, intervalMs = 200, signal?: AbortSignal): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   while (Date.now() < deadline) {
+    signal?.throwIfAborted();
     try {
       const v = await probe();
       if (v !== undefined && v !== false) return v;

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { down, ensureBinaries, nodeCredentials, up, type ControlPlane } from '../../cluster/control-plane.js';
 import { detectNodeIP } from '../../../src/host/node.js';
-import { busybox, sleep } from '../helpers/agent.js';
+import { busybox, waitFor } from '../helpers/agent.js';
 import { Kubectl } from '../helpers/kubectl.js';
 import { freePorts, keepAddonsOffNodes } from '../helpers/real-cluster.js';
 
@@ -39,7 +39,8 @@ spec:
 
 export class GuestCluster {
   private plane: ControlPlane | undefined;
-  private vmExited = false;
+  /** Aborted when the guest's qemu exits: the waits stop at once. */
+  private readonly vmRunning = new AbortController();
 
   private constructor(
     private readonly dir: string,
@@ -74,7 +75,7 @@ export class GuestCluster {
 
   /** Call when the guest's qemu has exited: the waits stop at once. */
   vmDone(): void {
-    this.vmExited = true;
+    this.vmRunning.abort(new Error('the guest powered off before the host\'s checks ended'));
   }
 
   /** Hands the guest its credentials, runs the host's checks, and always tells the guest it may power off. */
@@ -109,9 +110,11 @@ export class GuestCluster {
   }
 
   private async checks(kubectl: Kubectl, lines: string[]): Promise<void> {
+    const until = <T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>) =>
+      waitFor(what, probe, timeoutMs, 2_000, this.vmRunning.signal);
     const pass = (check: string, detail: string) => lines.push(`PASS host/${check}: ${detail}`);
     // The guest joins after its provisioning, smoke suite and reboot: minutes under TCG.
-    const node = await this.until(`Node ${vmNode} Ready`, 900_000, async () => {
+    const node = await until(`Node ${vmNode} Ready`, 900_000, async () => {
       const n = await kubectl.get<V1Node>('node', vmNode).catch(() => undefined);
       return n?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ? n : undefined;
     });
@@ -122,16 +125,16 @@ export class GuestCluster {
     }
     pass('Node Ready', `InternalIP ${internalIP}, kubelet port ${port} (forwarded to the guest), podCIDR ${node.spec?.podCIDR}`);
 
-    await this.until('the default ServiceAccount', 60_000, () => kubectl.get('serviceaccount', 'default').catch(() => undefined));
+    await until('the default ServiceAccount', 60_000, () => kubectl.get('serviceaccount', 'default').catch(() => undefined));
     await kubectl.fromFile('create', `${podName}.yaml`, podManifest);
-    const pod = await this.until(`pod ${podName} Running`, 300_000, async () => {
+    const pod = await until(`pod ${podName} Running`, 300_000, async () => {
       const p = await kubectl.get<V1Pod>('pod', podName);
       return p.status?.phase === 'Running' && p.status.containerStatuses?.[0]?.state?.running ? p : undefined;
     });
     if (pod.spec?.nodeName !== vmNode) throw new Error(`${podName} was bound to ${pod.spec?.nodeName}`);
     pass('pod scheduled and Running', `on ${pod.spec.nodeName}, podIP ${pod.status?.podIP}`);
 
-    const logs = await this.until(`kubectl logs ${podName}`, 60_000, async () => {
+    const logs = await until(`kubectl logs ${podName}`, 60_000, async () => {
       const r = await kubectl.tryRun('logs', podName);
       if (r.exitCode !== 0) throw new Error(r.stderr.trim());
       return r.stdout.includes(`hello from ${vmNode}`) ? r.stdout.trim() : undefined;
@@ -143,22 +146,5 @@ export class GuestCluster {
     const after = await kubectl.tryRun('get', 'pod', podName);
     if (!after.stderr.includes('NotFound')) throw new Error(`${podName} is still there: ${after.stdout}${after.stderr}`);
     pass('pod deleted', 'gone from the API server after the node stopped it');
-  }
-
-  /** Polls `probe` every 2 s until it returns a value; stops at once when the guest's qemu exited. */
-  private async until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
-    const deadline = Date.now() + timeoutMs;
-    let last = '';
-    for (;;) {
-      if (this.vmExited) throw new Error(`the guest powered off before ${what}`);
-      try {
-        const v = await probe();
-        if (v !== undefined) return v;
-      } catch (err) {
-        last = err instanceof Error ? err.message : String(err);
-      }
-      if (Date.now() > deadline) throw new Error(`${what}: not seen within ${timeoutMs / 1000} s${last ? ` (last: ${last})` : ''}`);
-      await sleep(2_000);
-    }
   }
 }

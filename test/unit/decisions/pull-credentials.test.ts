@@ -77,6 +77,11 @@ describe('keyring from pull secrets', () => {
     expect(lookupCredentials(keyring, 'reg.example.com/app').map((c) => c.username)).toEqual(['U']);
     expect(lookupCredentials(keyring, 'null.example.com/app')).toEqual([{ username: '', password: '' }]);
     expect(() => keyringFromSecrets([dockerCfg('typed', { 'reg.example.com': { username: 5 } })])).toThrow('pull secret ns/typed: .dockercfg: reg.example.com: username: cannot unmarshal number into a string');
+    // Keys equal but for case all reach the field, in the document's order: the last wins, an exact one or not.
+    const both = (first: string, second: string) =>
+      lookupCredentials(keyringFromSecrets([dockerCfg('twice', { 'reg.example.com': { [first]: 'first', [second]: 'second' } })]), 'reg.example.com/app').map((c) => c.username);
+    expect(both('username', 'USERNAME')).toEqual(['second']);
+    expect(both('USERNAME', 'username')).toEqual(['second']);
   });
 
   test("Docker Hub images use the index.docker.io key (docker's https://index.docker.io/v1/)", () => {

@@ -22,17 +22,29 @@ function setup(opts: { images: Image[]; containers: string[]; available: number;
     imageFsInfo: async () => ({ imageFilesystems: [{ timestampNs: 0, mountpoint: '/images' }], containerFilesystems: [] }),
   };
   const { log } = recordingLogger();
+  let endPeriod = () => {};
   const manager = new ImageGCManager({
     runtime,
     filesystem: async () => ({ capacityBytes: 1000, availableBytes: state.available }),
     sandboxImage: async () => 'pause:1',
     events: { nodeEvent: (_type, reason, message) => nodeEvents.push({ reason, message }) },
-    // A period passes only when the test ends the loop.
-    clock: { now: () => now, sleep: (_ms: number, signal?: AbortSignal) => new Promise<void>((r) => signal?.addEventListener('abort', () => r())) },
+    // A period passes only when the test says so (passPeriod) or ends the loop.
+    clock: {
+      now: () => now,
+      sleep: (_ms: number, signal?: AbortSignal) =>
+        new Promise<void>((r) => {
+          endPeriod = r;
+          signal?.addEventListener('abort', () => r());
+        }),
+    },
     log,
     policy: { highThresholdPercent: 85, lowThresholdPercent: 80, minAgeMs: opts.minAgeMs ?? 0, maxAgeMs: 0 },
   });
-  return { manager, removed, nodeEvents, state, advance: (ms: number) => (now += ms) };
+  const passPeriod = async () => {
+    endPeriod();
+    await new Promise((r) => setImmediate(r));
+  };
+  return { manager, removed, nodeEvents, state, advance: (ms: number) => (now += ms), passPeriod };
 }
 const image = (id: string, size: number, tag = id): Image => ({ id, size, repoTags: [tag], repoDigests: [], username: '' });
 
@@ -63,7 +75,7 @@ test('an image the runtime pins is never removed, however old and unused', async
 
 test('images younger than imageMinimumGCAge stay; not enough to free is FreeDiskSpaceFailed, then ImageGCFailed too', async () => {
   const images = [image('pause', 500, 'pause:1'), image('a', 30), image('running', 100)];
-  const { manager, removed, nodeEvents, advance } = setup({ images, containers: ['running'], available: 100, minAgeMs: 60_000 });
+  const { manager, removed, nodeEvents, advance, passPeriod } = setup({ images, containers: ['running'], available: 100, minAgeMs: 60_000 });
   await expect(manager.garbageCollect()).rejects.toThrow('Attempted to free 100 bytes, but only found 0 bytes eligible to free.');
   expect(removed).toEqual([]);
   advance(60_000);
@@ -76,6 +88,11 @@ test('images younger than imageMinimumGCAge stay; not enough to free is FreeDisk
   const run = manager.run(ac.signal);
   await new Promise((r) => setImmediate(r));
   expect(nodeEvents.map((e) => e.reason)).toEqual(['FreeDiskSpaceFailed', 'FreeDiskSpaceFailed', 'FreeDiskSpaceFailed']);
+  await passPeriod();
+  expect(nodeEvents.slice(3)).toEqual([
+    { reason: 'FreeDiskSpaceFailed', message: expect.stringContaining('Attempted to free 100 bytes') },
+    { reason: 'ImageGCFailed', message: expect.stringContaining('Attempted to free 100 bytes') },
+  ]);
   ac.abort();
   await run;
 });
