@@ -1,7 +1,7 @@
 // The node's own registry logins, as kubelet's default credential provider reads them (pkg/credentialprovider): the
 // first readable `config.json` in --root-dir, the working directory, $HOME/.docker and /.docker, else the first legacy
 // `.dockercfg` in --root-dir, the working directory, $HOME and /. Read again at most every 5 minutes, as kubelet caches it.
-import { readFile } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { Logger } from '../core/log.js';
 import { makeKeyring, parseDockerConfigJSON, parseDockercfg, type DockerConfig, type DockerKeyring } from '../decisions/pull-credentials.js';
@@ -30,9 +30,22 @@ export interface NodeCredentialsOptions {
 }
 
 async function readLimited(path: string): Promise<string> {
-  const text = await readFile(path, 'utf8');
-  if (Buffer.byteLength(text) > maxConfigBytes) throw new Error(`larger than ${maxConfigBytes} bytes`);
-  return text;
+  // Read in chunks up to the limit: a huge file (or /dev/zero) costs no more memory than that.
+  const file = await open(path, 'r');
+  try {
+    const chunks: Buffer[] = [];
+    let length = 0;
+    for (;;) {
+      const { bytesRead, buffer } = await file.read({ buffer: Buffer.allocUnsafe(64 << 10) });
+      if (bytesRead === 0) break;
+      chunks.push(buffer.subarray(0, bytesRead));
+      length += bytesRead;
+      if (length > maxConfigBytes) throw new Error(`larger than ${maxConfigBytes} bytes`);
+    }
+    return Buffer.concat(chunks, length).toString('utf8');
+  } finally {
+    await file.close();
+  }
 }
 
 export class NodeCredentials {

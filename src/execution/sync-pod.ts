@@ -190,13 +190,15 @@ async function killContainer(
   }
 }
 
+const specListField: Record<ContainerTypeLabel, string> = { container: 'containers', init_container: 'initContainers', ephemeral_container: 'ephemeralContainers' };
+
 /** Pulls the image (per policy), creates and starts one container; the result names the failure kubelet would. */
 async function startContainer(
   deps: SyncDeps,
   pod: V1Pod,
   spec: V1Container,
-  /** The container's field path in the pod, for error messages (e.g. spec.containers[1]). */
-  field: string,
+  /** Which of the pod's container lists `start.specIndex` indexes (the metrics' container_type). */
+  containerType: ContainerTypeLabel,
   start: ContainerToStart,
   state: PodRuntimeState,
   sandboxId: string,
@@ -206,11 +208,8 @@ async function startContainer(
 ): Promise<StepResult> {
   const clog = log.child({ container: spec.name });
   const ref = { pod, containerName: spec.name };
-  const containerType: ContainerTypeLabel = field.startsWith('spec.initContainers')
-    ? 'init_container'
-    : field.startsWith('spec.ephemeralContainers')
-      ? 'ephemeral_container'
-      : 'container';
+  // The container's field path in the pod, for error messages (e.g. spec.containers[1]).
+  const field = `spec.${specListField[containerType]}[${start.specIndex}]`;
   /** kubelet's Failed event of a start step: "Error: " and what the step failed with. */
   const failed = (result: StepResult, detail: string): StepResult => {
     deps.events.event(ref, 'Warning', 'Failed', `Error: ${detail}`);
@@ -407,19 +406,19 @@ export async function executePodActions(
   // fails; one that fails does not hold the others back.
   const ephemeral = ephemeralContainers(pod);
   for (const start of actions.ephemeralContainersToStart) {
-    results.push(await startContainer(deps, pod, ephemeral[start.specIndex]!, `spec.ephemeralContainers[${start.specIndex}]`, start, state, sandboxId, sandboxConfig, log, signal));
+    results.push(await startContainer(deps, pod, ephemeral[start.specIndex]!, 'ephemeral_container', start, state, sandboxId, sandboxConfig, log, signal));
   }
   const inits = pod.spec?.initContainers ?? [];
   for (const start of actions.initContainersToStart) {
     const spec = inits[start.specIndex]!;
-    const result = await startContainer(deps, pod, spec, `spec.initContainers[${start.specIndex}]`, start, state, sandboxId, sandboxConfig, log, signal);
+    const result = await startContainer(deps, pod, spec, 'init_container', start, state, sandboxId, sandboxConfig, log, signal);
     results.push(result);
     // An init container that cannot start stops initialization; a sidecar that cannot does not.
     if (result.error && !isRestartableInitContainer(spec)) return results;
   }
   const specs = pod.spec?.containers ?? [];
   for (const start of actions.containersToStart) {
-    results.push(await startContainer(deps, pod, specs[start.specIndex]!, `spec.containers[${start.specIndex}]`, start, state, sandboxId, sandboxConfig, log, signal));
+    results.push(await startContainer(deps, pod, specs[start.specIndex]!, 'container', start, state, sandboxId, sandboxConfig, log, signal));
   }
   return results;
 }

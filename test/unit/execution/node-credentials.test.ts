@@ -1,5 +1,8 @@
 // The node's docker config file as kubelet's default keyring reads it: the search path in order (config.json before the
 // legacy .dockercfg), a broken file passed over, the 5-minute cache, and its logins after the pod's pull secrets.
+import { mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { V1Pod, V1Secret } from '@kubernetes/client-node';
 import type { ApiObjectSource } from '../../../src/core/api-objects.js';
 import type { AuthConfig, Image, ImageService, PodSandboxConfig } from '../../../src/cri/types.js';
@@ -98,4 +101,18 @@ test("the node's logins are tried after the pod's pull secrets, and alone when t
   calls.length = 0;
   await manager.ensureImage(pod([]), container, {} as PodSandboxConfig, log);
   expect(calls.map((c) => c?.username)).toEqual(['node']);
+});
+
+test('a file larger than 10 MiB is passed over without being read whole (here /dev/zero); the next one is used', async () => {
+  const root = await mkdtemp(join(tmpdir(), 'nodelet-creds-'));
+  try {
+    await symlink('/dev/zero', join(root, 'config.json'));
+    await writeFile(join(root, '.dockercfg'), dockercfg('legacy'));
+    const { log, records } = recordingLogger();
+    const creds = new NodeCredentials({ rootDir: root, workingDir: root, homeDir: root, now: () => 0, log });
+    expect(lookupCredentials(await creds.keyring(), 'reg.example.com/app:1').map((c) => c.username)).toEqual(['legacy']);
+    expect(JSON.stringify(records)).toContain(`larger than ${10 << 20} bytes`);
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
 });
