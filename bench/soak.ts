@@ -28,6 +28,7 @@ import { promisify } from 'node:util';
 import type { V1Pod, V1PodList } from '@kubernetes/client-node';
 import type { CriClient } from '../src/cri/client.js';
 import { startComponent, stopComponent } from '../test/cluster/control-plane.js';
+import { describeRuntime, type RuntimeInstance } from '../test/cluster/runtime-instance.js';
 import { BenchAgent, mainEndpoint } from './agent.js';
 import { ClusterPhase } from './cluster.js';
 import { countLeaks, hostSnapshot, leakKinds, leaksBetween, type HostSnapshot, type LeakCounts } from './leaks.js';
@@ -40,9 +41,6 @@ import { benchNamespace, benchNode, benchPods, manifestText } from './workload.j
 const repoRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
 const run = promisify(execFile);
 const podUidLabel = 'io.kubernetes.pod.uid';
-/** The rig's main instance (scripts/runtime.sh): its pod bridge and the CNI networks whose host-local state is its. */
-const podBridge = 'nodelet0';
-const podNetworks = ['nodelet', 'nodelet-bridge'];
 const burstTimeoutMs = 300_000;
 /** How long nodelet has, once kube-apiserver is back, to remove the pods deleted while it was away. */
 const missedDeletionDeadlineMs = 120_000;
@@ -196,7 +194,7 @@ class Soak {
   readonly rand: () => number;
   readonly results: PhaseResult[] = [];
 
-  constructor(readonly bench: Bench, readonly opts: SoakOptions) {
+  constructor(readonly bench: Bench, readonly opts: SoakOptions, /** The rig's main instance: its pod bridge and networks. */ readonly runtime: RuntimeInstance) {
     this.rand = random(opts.seed);
   }
 
@@ -222,8 +220,8 @@ class Soak {
     return hostSnapshot({
       cri: this.bench.main,
       containerdAddress: mainEndpoint.replace(/^unix:\/\//, ''),
-      bridge: podBridge,
-      networks: podNetworks,
+      bridge: this.runtime.bridge,
+      networks: this.runtime.networks,
       mountPrefixes: ['/run/nodelet/containerd/', '/var/lib/nodelet/containerd/', `${this.bench.base}/`],
       podUids: this.podUids,
       exclude: this.agentProcesses(),
@@ -574,7 +572,7 @@ async function soak(bench: Bench, opts: SoakOptions): Promise<Soak> {
   await bench.waitForOtherAgents({ socketOnly: true });
   await bench.removeBenchPods(bench.main, bench.signal);
   await bench.removeStaleTempDirs();
-  const s = new Soak(bench, opts);
+  const s = new Soak(bench, opts, await describeRuntime('main'));
   const t0 = now();
   const baseline = await s.snapshot();
   progress(`soak: seed ${opts.seed} (--seed ${opts.seed} repeats the kill points)`);

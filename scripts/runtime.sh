@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # runtime.sh: the runtime rig — installs, configures, starts and tears down nodelet's own containerd, its CNI bin dir and local images.
 #
-# Usage: bash scripts/runtime.sh up | down [--purge] | addon-images | e2e-images
+# Usage: bash scripts/runtime.sh up | down [--purge] | describe | addon-images | e2e-images
+#   describe:     the instance's CRI endpoint, pod bridge, networks, CNI socket and the agent's CNI directories, as JSON
+#                 (empty where the instance has none): what a program driving the instance reads instead of copying.
 #   e2e-images:   builds (scripts/e2e-build.sh) and imports the images of Kubernetes' e2e suite that can be made here,
 #                 under their upstream names (see README "Conformance"). Needs the instance's containerd up.
 #   addon-images: builds (scripts/kube-build.sh, scripts/addons-build.sh) and imports the images of the cluster addons
@@ -299,13 +301,13 @@ write_configs() {
   CONFIG_CHANGED=0
   if write_if_changed "$CONFIG" "$(containerd_config)"; then CONFIG_CHANGED=1; fi
   mkdir -p "$NET_DIR" "$CERTS_DIR"
-  local name content
-  if [[ $INSTANCE == main ]]; then
-    name=10-nodelet.conflist
+  local name=10-${NETWORKS[0]}.conflist content
+  if ! has_agent; then
+    content=$(reference_conflist "${NETWORKS[0]}")
+  else
     content=$(shim_conflist)
-  elif has_agent; then
-    name=10-${NETWORKS[0]}.conflist
-    content=$(shim_conflist)
+  fi
+  if [[ $INSTANCE == conformance ]]; then
     # The agent's own network (its --cni-conf-dir), as cni-conf/ is the main instance's.
     mkdir -p "$AGENT_NET_DIR"
     find "$AGENT_NET_DIR" -mindepth 1 -maxdepth 1 ! -name "10-${NETWORKS[1]}.conflist" -exec rm -rf {} +
@@ -315,9 +317,6 @@ write_configs() {
     write_if_changed "$CERTS_DIR/_default/hosts.toml" "$(printf '%s\n' \
       '# written by nodelet scripts/runtime.sh: every registry is sent to loopback, nothing is pulled from outside' \
       'server = "http://127.0.0.1:9"' '' '[host."http://127.0.0.1:9"]' '  capabilities = ["pull", "resolve"]')" || true
-  else
-    name=10-${NETWORKS[0]}.conflist
-    content=$(reference_conflist "${NETWORKS[0]}")
   fi
   # containerd uses the first conflist in conf_dir: keep exactly ours there.
   find "$NET_DIR" -mindepth 1 -maxdepth 1 ! -name "$name" -exec rm -rf {} +
@@ -963,13 +962,23 @@ cmd_down() {
   fi
 }
 
+# The instance's settings a program driving it needs, as one JSON object on stdout (nothing is started).
+cmd_describe() {
+  local networks
+  networks=$(printf '"%s",' "${NETWORKS[@]}")
+  printf '{"criEndpoint":"unix://%s","bridge":"%s","networks":[%s],"cniSocket":"%s","agentCniConfDir":"%s","agentCniCacheDir":"%s"}\n' \
+    "$SOCK" "$BRIDGE" "${networks%,}" "${CNI_SOCKET:-}" "$(if [[ $INSTANCE == conformance ]]; then echo "$AGENT_NET_DIR"; fi)" \
+    "$(if has_agent; then echo "$AGENT_CNI_CACHE"; fi)"
+}
+
 case "${1:-}" in
   up) cmd_up ;;
   down) cmd_down "${2:-}" ;;
+  describe) cmd_describe ;;
   addon-images) cmd_addon_images ;;
   e2e-images) cmd_e2e_images ;;
   *)
-    echo "usage: [NODELET_RUNTIME_INSTANCE=main|floor|kubelet|conformance] bash scripts/runtime.sh up | down [--purge] | addon-images | e2e-images" >&2
+    echo "usage: [NODELET_RUNTIME_INSTANCE=main|floor|kubelet|conformance] bash scripts/runtime.sh up | down [--purge] | describe | addon-images | e2e-images" >&2
     exit 2
     ;;
 esac

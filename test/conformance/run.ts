@@ -18,6 +18,7 @@ import { parseArgs } from 'node:util';
 import { execa } from 'execa';
 import { parseCgroupMounts } from '../../src/host/cgroups.js';
 import { repoRoot } from '../cluster/control-plane.js';
+import { describeRuntime } from '../cluster/runtime-instance.js';
 import { freePorts, startRealCluster, type NodeRuntime, type RealCluster } from '../integration/helpers/real-cluster.js';
 import { DEFAULT_FOCUS, DEFAULT_SKIP, formatSummary, ginkgoArgs, summarize, type GinkgoReport } from './suite.js';
 
@@ -28,13 +29,8 @@ const USAGE = `usage: npm run conformance -- [--focus REGEX] [--skip REGEX] [--p
   --procs    parallel ginkgo processes (default 4); [Serial] tests run alone at the end
   --results  where the reports and logs go (default /var/tmp/nodelet-conformance/<time>)`;
 
-/** What scripts/runtime.sh sets up for NODELET_RUNTIME_INSTANCE=conformance. */
-const INSTANCE = 'conformance';
-const CNI_SOCKET = '/run/nodelet/cni-conformance.sock';
-const CNI_CONF_DIR = '/etc/nodelet/containerd-conformance/net.d-agent';
-const CNI_CACHE_DIR = '/var/lib/nodelet/cni-conformance';
-const POD_BRIDGE = 'nodelet-conf0';
-const POD_NETWORK = 'nodelet-conformance-bridge';
+/** scripts/runtime.sh's instance for this node (its socket, bridge, networks and CNI directories: `runtime.sh describe`). */
+const INSTANCE = 'conformance' as const;
 /** kubelet's cgroupRoot for this node: its kubepods never meets the integration tests' nodelet's. */
 const CGROUP_ROOT = '/nodelet-conformance';
 /** CIDRs no other cluster of the rig uses (the integration tests' are 10.96.0.0/16 and 10.244.0.0/16), nor the conformance
@@ -121,6 +117,7 @@ async function main(argv: string[]): Promise<number> {
   const started = Date.now();
   try {
     const criEndpoint = await script('runtime.sh', 'up');
+    const instance = await describeRuntime(INSTANCE);
     await script('runtime.sh', 'e2e-images');
     const e2eDir = await script('e2e-build.sh');
     if (interrupted) return 130;
@@ -137,14 +134,15 @@ async function main(argv: string[]): Promise<number> {
     ].join('\n'));
     // cleanUpRealCluster copies the control plane's and nodelet's logs here.
     process.env['NODELET_TEST_LOGS'] = join(results, 'logs');
-    const runtime: NodeRuntime = { criEndpoint, podBridge: POD_BRIDGE, podNetwork: POD_NETWORK };
+    // nodelet's own network is the instance's last (the first is the CNI shim's that containerd runs).
+    const runtime: NodeRuntime = { criEndpoint, podBridge: instance.bridge, podNetwork: instance.networks.at(-1)! };
     cluster = await startRealCluster({
       nodeName: NODE_NAME,
       runtime,
       settings: CLUSTER_SETTINGS,
       // As kubeadm's kubelet configuration: the cluster CA verifies the API server's client certificate (logs, exec, ...).
       agentArgs: (dir) => ['--config', kubeletConfig, '--client-ca-file', join(dir, 'ca.crt'), '--port', String(kubeletPort),
-        '--cni-socket', CNI_SOCKET, '--cni-conf-dir', CNI_CONF_DIR, '--cni-cache-dir', CNI_CACHE_DIR],
+        '--cni-socket', instance.cniSocket, '--cni-conf-dir', instance.agentCniConfDir, '--cni-cache-dir', instance.agentCniCacheDir],
       log,
     });
     log(`node ${NODE_NAME} Ready (podCIDR ${cluster.podCIDR}, kubelet API on ${cluster.nodeIP}:${kubeletPort}) after ${Math.round((Date.now() - started) / 1000)} s`);
