@@ -5,12 +5,12 @@ import { readdirSync, readFileSync, readlinkSync, statSync, type Dirent } from '
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { CriClient } from '../src/cri/client.js';
+import { parseCgroupMounts } from '../src/host/cgroups.js';
 import { benchPods } from './workload.js';
 
 const run = promisify(execFile);
 const netnsDir = '/var/run/netns';
 const hostLocalDir = '/var/lib/cni/networks';
-const cgroupRoot = '/sys/fs/cgroup';
 
 export const leakKinds = ['netns', 'veths', 'host-local reservations', 'mounts', 'cgroups', 'sandboxes', 'containers', 'processes'] as const;
 export type LeakKind = (typeof leakKinds)[number];
@@ -83,7 +83,12 @@ function mounts(prefixes: string[]): string[] {
   });
 }
 
-/** The cgroups of the soak's pods (pod and container levels) in every hierarchy. */
+/** A pod's UID from its cgroup's directory name: pod<uid> (cgroupfs driver) or ...-pod<uid with _>.slice (systemd). */
+export function podUidOfCgroup(name: string): string | undefined {
+  return /^pod([0-9a-f-]{36})$/.exec(name)?.[1] ?? /-pod([0-9a-f_]{36})\.slice$/.exec(name)?.[1]?.replaceAll('_', '-');
+}
+
+/** The cgroups of the soak's pods (pod and container levels) in every hierarchy, v1 or v2, of either driver. */
 function cgroups(podUids: Set<string>): string[] {
   const out: string[] = [];
   const walk = (dir: string, rel: string, depth: number, inPod: boolean) => {
@@ -95,12 +100,15 @@ function cgroups(podUids: Set<string>): string[] {
     }
     for (const e of children) {
       if (!e.isDirectory()) continue;
-      const ours = inPod || (e.name.startsWith('pod') && podUids.has(e.name.slice(3)));
+      const uid = podUidOfCgroup(e.name);
+      const ours = inPod || (uid !== undefined && podUids.has(uid));
       if (ours) out.push(`${rel}/${e.name}`);
       if (depth > 0) walk(join(dir, e.name), `${rel}/${e.name}`, depth - 1, ours);
     }
   };
-  for (const hierarchy of entries(cgroupRoot)) walk(join(cgroupRoot, hierarchy, 'kubepods'), `${hierarchy}/kubepods`, 3, false);
+  for (const { mountPoint } of parseCgroupMounts(readFileSync('/proc/self/mountinfo', 'utf8'))) {
+    for (const top of ['kubepods', 'kubepods.slice']) walk(join(mountPoint, top), `${mountPoint}/${top}`, 3, false);
+  }
   return out;
 }
 
@@ -110,12 +118,11 @@ function cgroups(podUids: Set<string>): string[] {
  */
 function processes(scope: Scope): string[] {
   const out: string[] = [];
-  const uidOf = /\/pod([0-9a-f-]{36})(\/|$)/;
   for (const pid of entries('/proc')) {
     if (!/^\d+$/.test(pid) || scope.exclude.has(Number(pid))) continue;
     try {
       const comm = readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
-      const podUid = readFileSync(`/proc/${pid}/cgroup`, 'utf8').split('\n').map((l) => uidOf.exec(l)?.[1]).find((u) => u !== undefined);
+      const podUid = readFileSync(`/proc/${pid}/cgroup`, 'utf8').split(/[\n/]/).map(podUidOfCgroup).find((u) => u !== undefined);
       let ours = podUid !== undefined && scope.podUids.has(podUid);
       if (!ours && comm.startsWith('containerd-shim')) ours = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes(scope.containerdAddress);
       if (!ours && comm === 'nodelet-spawn') {
