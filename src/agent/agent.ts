@@ -81,12 +81,12 @@ export function statusSocketPath(rootDir: string): string {
 const workerErrorRetryMs = 2_000;
 
 /** The host's addresses for probe host checks, read at most every 30 s (every probe run asks). */
-function cachedHostIPs(nodeIP: string, clock: Pick<Clock, 'now'>): () => string[] {
+function cachedHostIPs(nodeIP: () => string, clock: Pick<Clock, 'now'>): () => string[] {
   let addresses: string[] = [];
   let readAt = -Infinity;
   return () => {
     if (clock.now() - readAt > 30_000) {
-      addresses = [nodeIP, ...hostAddresses()];
+      addresses = [nodeIP(), ...hostAddresses()];
       readAt = clock.now();
     }
     return addresses;
@@ -133,6 +133,8 @@ export class Agent {
     }
     await mkdir(config.rootDir, { recursive: true });
     const nodeIP = await detectNodeIP(config.nodeIP, node);
+    // Pods' hostIP and the probes' host checks follow the Node's InternalIP as its status updates determine it.
+    let hostIP = nodeIP;
 
     // Started now, while the agent is small: the helper's own start is the one fork of the agent's size it costs.
     const programs = config.spawnHelper ? await SpawnHelperRunner.start(config.spawnHelper, log) : new DirectProgramRunner();
@@ -182,7 +184,7 @@ export class Agent {
     const allocatable = async () => nodeAllocatable(nodeCapacity(await readMachineInfo(config.rootDir), config.kubelet.maxPods), config.kubelet);
     // Cluster mode's modules load only with --kubeconfig: standalone keeps their memory.
     const cluster = config.kubeconfig
-      ? await (await import('./cluster-mode.js')).ClusterMode.create({ config, nodeName: node, nodeIP, runtime, podNetwork: networkConfig, allocatable, log, signal })
+      ? await (await import('./cluster-mode.js')).ClusterMode.create({ config, nodeName: node, nodeIP, onNodeIP: (ip) => { hostIP = ip; }, runtime, podNetwork: networkConfig, allocatable, log, signal })
       : undefined;
     let runtimeName = 'containerd';
     const observer = new RuntimeObserver(runtime, podNetwork, hostFilesystem);
@@ -227,7 +229,7 @@ export class Agent {
       clock,
       files: hostFilesystem,
       observer,
-      hostIP: () => nodeIP,
+      hostIP: () => hostIP,
       podIPs: (sandboxId) => podNetwork.podIPs(sandboxId) ?? [],
       podSubnets,
       runtimeName: () => runtimeName,
@@ -244,7 +246,7 @@ export class Agent {
         return condition ? networkNotReadyError(condition) : undefined;
       },
       events,
-      prober: new ProbeManager({ runtime, hostIP: () => nodeIP, hostIPs: cachedHostIPs(nodeIP, clock), podSubnets,
+      prober: new ProbeManager({ runtime, hostIP: () => hostIP, hostIPs: cachedHostIPs(() => hostIP, clock), podSubnets,
         log, events, clock, metrics }),
     });
     // One pod config in both modes merges the sources' pods and hands them to the workers. Cluster mode adds node

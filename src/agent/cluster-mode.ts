@@ -37,6 +37,8 @@ export interface ClusterModeDeps {
   config: AgentConfig;
   nodeName: string;
   nodeIP: string;
+  /** Told the node's InternalIP as each status update determines it. */
+  onNodeIP?: (ip: string) => void;
   runtime: CriClient;
   podNetwork: PodNetworkConfig;
   /** This machine's allocatable under the configured reservations. */
@@ -105,6 +107,7 @@ export class ClusterMode {
       nodeName,
       nodeIP: deps.nodeIP,
       nodeIPFlag: deps.config.nodeIP,
+      ...(deps.onNodeIP ? { onNodeIP: deps.onNodeIP } : {}),
       kubelet: deps.config.kubelet,
       recordNodeEvent: (reason, message) => this.events.nodeEvent('Normal', reason, message),
       log,

@@ -22,6 +22,8 @@ export interface NodeHeartbeatsOptions {
   nodeIP: string;
   /** --node-ip ('' when not given): validated and used at every status update. */
   nodeIPFlag: string;
+  /** Told the InternalIP each status update determines: pods' hostIP follows the Node's address, as kubelet's. */
+  onNodeIP?: (ip: string) => void;
   kubelet: KubeletConfiguration;
   /** Node events (NodeReady, NodeHasSufficientMemory, ...), e.g. the cluster's event recorder. */
   recordNodeEvent?: (reason: string, message: string) => void;
@@ -88,7 +90,11 @@ export class NodeHeartbeats {
         initialPodCIDR: opts.podNetwork.podCIDR,
       },
       machineInfo: () => readMachineInfo(opts.rootDir),
-      nodeIP: async () => chooseNodeIP(opts.nodeIPFlag, opts.nodeName, await readNodeIPFacts()),
+      nodeIP: async () => {
+        const ip = chooseNodeIP(opts.nodeIPFlag, opts.nodeName, await readNodeIPFacts());
+        opts.onNodeIP?.(ip);
+        return ip;
+      },
       applyPodCIDR: (cidr, signal) => opts.podNetwork.applyPodCIDR(cidr, signal),
       ...(opts.recordNodeEvent ? { recordNodeEvent: opts.recordNodeEvent } : {}),
       log: log.child({ node: opts.nodeName }),
