@@ -27,4 +27,4 @@ test('a --node-ip that is not an IP address stops the agent before it starts, na
   const run = await execa(bin, ['--node-ip', '10.0.0.300', '--root-dir', '/nonexistent/nodelet-flag-test'], { reject: false });
   expect(run.exitCode).toBe(2);
   expect(run.stderr).toBe('nodelet: invalid --node-ip "10.0.0.300": must be a valid IP address\nRun \'nodelet --help\' for usage.');
-});
+}, 30_000);
