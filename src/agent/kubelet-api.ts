@@ -1,7 +1,6 @@
 // Builds the kubelet API server (port 10250) from the configuration: serving certificate, authentication and
 // authorization as kubelet sets them up, secure by default; standalone (no API server) only x509 clients, AlwaysAllow.
 import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { hostname, uptime } from 'node:os';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Clock } from '../core/clock.js';
@@ -18,7 +17,6 @@ import type { PodCgroupManager } from '../host/cgroups.js';
 import { CgroupUsageReader } from '../host/resource-usage.js';
 import { loadServingCertificate } from '../server/serving-cert.js';
 import type { CertificateManager } from '../bootstrap/rotation.js';
-import type { CertificatePair, CertificateStore } from '../bootstrap/cert-store.js';
 import { AgentConfigError, type AgentConfig } from './agent-config.js';
 import { tlsCipherSuiteNames, tlsVersions, type KubeletConfiguration } from './kubelet-config.js';
 import { formatGoDuration } from '../core/duration.js';
@@ -196,26 +194,6 @@ async function selfSignedOrGiven(deps: KubeletApiDeps): Promise<{ cert: string; 
 }
 
 /**
- * The serving certificate manager's first pair, as client-go's file store finds it: kubelet-server-current.pem, else
- * tlsCertFile and tlsPrivateKeyFile, else <cert-dir>/kubelet-server.crt and .key; none when none of them exists.
- */
-async function servingCertificateFromStore(store: CertificateStore, deps: KubeletApiDeps): Promise<CertificatePair | undefined> {
-  const current = await store.current();
-  if (current) return current;
-  const { parsePair } = await import('../bootstrap/cert-store.js');
-  const k = deps.config.kubelet;
-  const certDir = deps.config.certDir;
-  for (const [certFile, keyFile] of [[k.tlsCertFile, k.tlsPrivateKeyFile], [join(certDir, 'kubelet-server.crt'), join(certDir, 'kubelet-server.key')]] as const) {
-    if (!certFile || !keyFile) continue;
-    const [cert, key] = await Promise.all([readFile(certFile, 'utf8').catch(() => undefined), readFile(keyFile, 'utf8').catch(() => undefined)]);
-    if (cert === undefined || key === undefined) continue;
-    deps.log.info({ cert: certFile, key: keyFile }, 'Serving certificate: using the given pair until the requested one is issued');
-    return parsePair(cert, key, `${certFile} and ${keyFile}`);
-  }
-  return undefined;
-}
-
-/**
  * serverTLSBootstrap (kubelet's NewKubeletServerCertificateManager): the stored kubelet-server-current.pem, else
  * tlsCertFile/tlsPrivateKeyFile, while valid; with none, nothing is served until a kubernetes.io/kubelet-serving CSR for
  * the node's names and addresses is approved and issued (until then TLS handshakes fail, as kubelet's "no serving
@@ -226,8 +204,9 @@ async function servingCertificateManager(deps: KubeletApiDeps): Promise<{ manage
   const { CertificateManager } = await import('../bootstrap/rotation.js');
   const { servingCertificateTemplate } = await import('../bootstrap/csr.js');
   const { CertificateStore } = await import('../bootstrap/cert-store.js');
-  const store = new CertificateStore(deps.config.certDir, 'kubelet-server');
-  const stored = await servingCertificateFromStore(store, deps).catch((err: unknown) => {
+  const k = deps.config.kubelet;
+  const store = new CertificateStore(deps.config.certDir, 'kubelet-server', { certFile: k.tlsCertFile, keyFile: k.tlsPrivateKeyFile });
+  const stored = await store.current().catch((err: unknown) => {
     deps.log.warn({ err }, 'Ignoring an unusable serving certificate; requesting a new one');
     return undefined;
   });

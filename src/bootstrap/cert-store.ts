@@ -43,6 +43,16 @@ export function parsePair(certPem: string, keyPem: string, what: string): Certif
   };
 }
 
+/** A file's text; undefined when it does not exist, an error naming it when it cannot be read. */
+async function readIfExists(path: string): Promise<string | undefined> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new CertificateFileError(`${path}: ${(err as Error).message}`, { cause: err });
+  }
+}
+
 /** Go's "2006-01-02-15-04-05" in local time, the store's file stamp. */
 export function fileStamp(ms: number): string {
   const d = new Date(ms);
@@ -55,6 +65,11 @@ export class CertificateStore {
     readonly dir: string,
     /** `kubelet-client` for the client certificate (kubelet-server would be the serving one). */
     readonly prefix = 'kubelet-client',
+    /**
+     * client-go's certFile and keyFile (kubelet gives tlsCertFile and tlsPrivateKeyFile for the serving store): with
+     * `<dir>/<prefix>.crt` and `.key`, the pairs used, in that order, while there is no current one.
+     */
+    readonly given?: { certFile: string; keyFile: string },
   ) {}
 
   /** `<dir>/<prefix>-current.pem`: what a kubeconfig written from the bootstrap names as client certificate and key. */
@@ -62,16 +77,21 @@ export class CertificateStore {
     return join(resolve(this.dir), `${this.prefix}-current.pem`);
   }
 
-  /** The pair in use, or undefined when there is none yet; an unreadable one is an error naming the file. */
+  /**
+   * The pair in use, as client-go's file store finds it: the current one, else the given certFile and keyFile, else
+   * `<dir>/<prefix>.crt` and `.key`; undefined when none exists. One that exists but cannot be read or used is an error
+   * naming its files.
+   */
   async current(): Promise<CertificatePair | undefined> {
-    let text: string;
-    try {
-      text = await readFile(this.currentPath, 'utf8');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      throw new CertificateFileError(`${this.currentPath}: ${(err as Error).message}`, { cause: err });
+    const candidates: [string, string][] = [[this.currentPath, this.currentPath]];
+    if (this.given?.certFile && this.given.keyFile) candidates.push([this.given.certFile, this.given.keyFile]);
+    candidates.push([join(resolve(this.dir), `${this.prefix}.crt`), join(resolve(this.dir), `${this.prefix}.key`)]);
+    for (const [certFile, keyFile] of candidates) {
+      const [cert, key] = await Promise.all([readIfExists(certFile), readIfExists(keyFile)]);
+      if (cert === undefined || key === undefined) continue;
+      return parsePair(cert, key, certFile === keyFile ? certFile : `${certFile} and ${keyFile}`);
     }
-    return parsePair(text, text, this.currentPath);
+    return undefined;
   }
 
   /**

@@ -71,3 +71,28 @@ test('an unreadable current pair is an error naming the file', async () => {
   await execFileSync('ln', ['-s', join(dir, 'elsewhere', 'p.pem'), store.currentPath]);
   await expect(store.current()).rejects.toThrow(`${store.currentPath}: no certificate`);
 });
+
+test("without a current pair, client-go's order: the given certFile and keyFile, then <dir>/<prefix>.crt and .key", async () => {
+  const given = { certFile: join(dir, 'tls.crt'), keyFile: join(dir, 'tls.key') };
+  const store = new CertificateStore(dir, 'kubelet-server', given);
+  expect(await store.current()).toBeUndefined();
+  const inDir = selfSigned('in-dir');
+  await writeFile(join(dir, 'kubelet-server.crt'), inDir.cert);
+  await writeFile(join(dir, 'kubelet-server.key'), inDir.key);
+  expect((await store.current())!.leaf.subject).toBe('CN=in-dir');
+  const flags = selfSigned('flags');
+  await writeFile(given.certFile, flags.cert);
+  // A pair missing its key is passed over, as a missing file.
+  expect((await store.current())!.leaf.subject).toBe('CN=in-dir');
+  await writeFile(given.keyFile, flags.key);
+  expect((await store.current())!.leaf.subject).toBe('CN=flags');
+  const current = selfSigned('current');
+  await store.update(current.cert, current.key, Date.now());
+  expect((await store.current())!.leaf.subject).toBe('CN=current');
+});
+
+test('a given pair that exists but cannot be read is an error naming it, not passed over', async () => {
+  const store = new CertificateStore(dir, 'kubelet-server', { certFile: dir, keyFile: join(dir, 'tls.key') });
+  await writeFile(join(dir, 'tls.key'), selfSigned('x').key);
+  await expect(store.current()).rejects.toThrow(`${dir}: EISDIR`);
+});
