@@ -95,7 +95,7 @@ export class NodeHeartbeats {
         opts.onNodeIP?.(ip);
         return ip;
       },
-      applyPodCIDR: (cidr, signal) => opts.podNetwork.applyPodCIDR(cidr, signal),
+      ...(opts.podNetwork.takesPodCIDR ? { applyPodCIDR: (cidr: string, signal: AbortSignal) => opts.podNetwork.applyPodCIDR(cidr, signal) } : {}),
       ...(opts.recordNodeEvent ? { recordNodeEvent: opts.recordNodeEvent } : {}),
       log: log.child({ node: opts.nodeName }),
     });

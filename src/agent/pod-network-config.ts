@@ -100,6 +100,14 @@ export class PodNetworkConfig {
     this.#podCidrStateFile = opts.podCidrStateFile;
   }
 
+  /**
+   * Whether Node.spec.podCIDR goes into the network: not for a network of the operator's --cni-conf-dir (as containerd
+   * leaves a conflist without a template alone).
+   */
+  get takesPodCIDR(): boolean {
+    return this.#applyPodCidr;
+  }
+
   /** Whether the network waits for Node.spec.podCIDR (its subnet comes from it, and it has not arrived yet). */
   get awaitingPodCIDR(): boolean {
     return this.#podCidrFromNode && !this.#podCidr && !this.#keepConfiguredRange;
