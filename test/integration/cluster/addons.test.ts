@@ -14,9 +14,9 @@ import { readFile, rmdir, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { V1ConfigMap, V1DaemonSet, V1Deployment, V1Endpoints, V1Pod, V1Service } from '@kubernetes/client-node';
 import { execa } from 'execa';
-import { busybox, repoRoot, waitFor } from '../helpers/agent.js';
+import { busybox, ipReservations, repoRoot, waitFor } from '../helpers/agent.js';
 import { ensureBinaries } from '../../cluster/control-plane.js';
-import { startRealCluster, type RealCluster } from '../helpers/real-cluster.js';
+import { podBridge, startRealCluster, type RealCluster } from '../helpers/real-cluster.js';
 import { DEFAULT_SETTINGS } from '../../cluster/control-plane.js';
 import { cidrContains, parseCidr, parseIp } from '../../../src/cni/cidr.js';
 
@@ -226,10 +226,15 @@ test('kube-proxy runs as kubeadm\'s DaemonSet and CoreDNS as its Deployment, wit
   // waited for it (the Node NotReady until then), and the bridge never carried another range.
   const podCIDR = parseCidr(cluster!.podCIDR);
   expect(dns.map((p) => [p.metadata!.name, cidrContains(podCIDR, parseIp(p.status!.podIP!)!)])).toEqual(dns.map((p) => [p.metadata!.name, true]));
-  const lines = cluster!.agent.logLines().map((l) => String(l.msg));
-  const waited = lines.findIndex((m) => m.startsWith('Waiting for the node pod CIDR'));
-  expect(waited).toBeGreaterThanOrEqual(0);
-  expect(lines.findIndex((m) => m.startsWith('Pod network now allocates'))).toBeGreaterThan(waited);
+  // The host shows it: the pod bridge's gateway address and every host-local reservation of the network are the podCIDR's.
+  const inPodCIDR = (ip: string) => cidrContains(podCIDR, parseIp(ip)!);
+  const { stdout } = await execa('ip', ['-j', '-4', 'addr', 'show', 'dev', podBridge]);
+  const bridgeIPs = (JSON.parse(stdout) as { addr_info: { local: string }[] }[]).flatMap((l) => l.addr_info.map((a) => a.local));
+  expect(bridgeIPs.length).toBeGreaterThan(0);
+  expect(bridgeIPs.filter((ip) => !inPodCIDR(ip))).toEqual([]);
+  const reserved = await ipReservations();
+  expect(reserved.length).toBeGreaterThanOrEqual(dns.length);
+  expect(reserved.filter((ip) => !inPodCIDR(ip))).toEqual([]);
   const endpoints = await cluster!.kubectl.get<V1Endpoints>('endpoints', '-n', 'default', 'kubernetes');
   expect(endpoints.subsets?.[0]?.addresses?.map((a) => a.ip)).toEqual([cluster!.plane.advertiseAddress]);
 
