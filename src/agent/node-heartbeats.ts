@@ -91,7 +91,7 @@ export class NodeHeartbeats {
       },
       machineInfo: () => readMachineInfo(opts.rootDir),
       nodeIP: async () => {
-        const ip = chooseNodeIP(opts.nodeIPFlag, opts.nodeName, await readNodeIPFacts());
+        const ip = chooseNodeIP(opts.nodeIPFlag, opts.nodeName, await readNodeIPFacts(opts.nodeIPFlag));
         opts.onNodeIP?.(ip);
         return ip;
       },

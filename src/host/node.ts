@@ -24,9 +24,10 @@ export interface NodeIPFacts {
   defaultRouteInterface: string | undefined;
 }
 
-/** The host's interfaces and default route now. */
-export async function readNodeIPFacts(): Promise<NodeIPFacts> {
-  return { interfaces: networkInterfaces(), defaultRouteInterface: defaultRouteInterface(await readFile('/proc/net/route', 'utf8').catch(() => '')) };
+/** The host's interfaces and, unless --node-ip names the address (the route then decides nothing), its default route now. */
+export async function readNodeIPFacts(nodeIPFlag = ''): Promise<NodeIPFacts> {
+  const route = givenNodeIP(nodeIPFlag) ? '' : await readFile('/proc/net/route', 'utf8').catch(() => '');
+  return { interfaces: networkInterfaces(), defaultRouteInterface: defaultRouteInterface(route) };
 }
 
 /** kubelet's validateNodeIP: an address a node can be reached at, on one of this host's interfaces; else why not. */
