@@ -206,8 +206,13 @@ test("the node's own config.json in --root-dir logs in for pods without a secret
   // The registry let the pull in (the same pull without a login is refused: 'no pull secret' above).
   expect((await secure.log()).slice(before)).toMatch(/msg="authorized request"/);
   // The pod's secret is tried first (the registry refuses it), then the node's login.
+  const beforeBoth = (await secure.log()).length;
   await createPod('both-logins', podYaml('both-logins', image, { policy: 'Always', secret: 'badcred' }));
   const pod = await waitForPod('both-logins', 'Running', running);
+  const lines = (await secure.log()).slice(beforeBoth).split('\n');
+  const refused = lines.findIndex((l) => /error authenticating user/.test(l));
+  expect(refused).toBeGreaterThanOrEqual(0);
+  expect(lines.findIndex((l) => /msg="authorized request"/.test(l))).toBeGreaterThan(refused);
   expect(pod.status!.containerStatuses![0]!.imageID).toMatch(new RegExp(`@${privateDigest}$`));
   expect((await podEvents('both-logins')).some((e) => e.reason === 'Failed')).toBe(false);
   await deletePod('node-login');
