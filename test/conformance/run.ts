@@ -20,9 +20,11 @@ import { parseCgroupMounts } from '../../src/host/cgroups.js';
 import { repoRoot } from '../cluster/control-plane.js';
 import { describeRuntime } from '../cluster/runtime-instance.js';
 import { freePorts, startRealCluster, type NodeRuntime, type RealCluster } from '../integration/helpers/real-cluster.js';
-import { DEFAULT_FOCUS, DEFAULT_SKIP, formatSummary, ginkgoArgs, summarize, type GinkgoReport } from './suite.js';
+import { DEFAULT_FOCUS, DEFAULT_SKIP, NODE_CONFORMANCE_FOCUS, NODE_CONFORMANCE_SKIP, formatSummary, ginkgoArgs, summarize, type GinkgoReport } from './suite.js';
 
-const USAGE = `usage: npm run conformance -- [--focus REGEX] [--skip REGEX] [--procs N] [--results DIR]
+const USAGE = `usage: npm run conformance -- [--node-conformance] [--focus REGEX] [--skip REGEX] [--procs N] [--results DIR]
+  --node-conformance  the [NodeConformance] tests outside the conformance set (focus [NodeConformance], skip
+             [Conformance] and the skip list), in place of the default focus
   --focus    the tests to run (default: sig-node's [Conformance] tests and sig-storage's of configMap, secret,
              projected, downward API, emptyDir and hostPath volumes)
   --skip     tests not to run (default: the skip list of test/conformance/suite.ts)
@@ -80,8 +82,9 @@ async function main(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
     options: {
-      focus: { type: 'string', default: DEFAULT_FOCUS },
-      skip: { type: 'string', default: DEFAULT_SKIP },
+      focus: { type: 'string' },
+      skip: { type: 'string' },
+      'node-conformance': { type: 'boolean', default: false },
       procs: { type: 'string', default: '4' },
       results: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -91,6 +94,9 @@ async function main(argv: string[]): Promise<number> {
     console.log(USAGE);
     return 0;
   }
+  const nodeConformance = values['node-conformance'];
+  const focus = values.focus ?? (nodeConformance ? NODE_CONFORMANCE_FOCUS : DEFAULT_FOCUS);
+  const skip = values.skip ?? (nodeConformance ? NODE_CONFORMANCE_SKIP : DEFAULT_SKIP);
   const procs = Number(values.procs);
   if (!Number.isInteger(procs) || procs < 1) throw new Error(`--procs: not a process count: ${values.procs}\n${USAGE}`);
   const results = resolve(values.results ?? join('/var/tmp/nodelet-conformance', new Date().toISOString().replace(/[:.]/g, '-')));
@@ -150,7 +156,7 @@ async function main(argv: string[]): Promise<number> {
     if (interrupted) return 130;
 
     const args = ginkgoArgs({
-      focus: values.focus!, skip: values.skip!, procs, adminKubeconfig: cluster.adminKubeconfig, reportDir: results,
+      focus, skip, procs, adminKubeconfig: cluster.adminKubeconfig, reportDir: results,
       e2eTest: join(e2eDir, 'e2e.test'), timeout: '6h',
     });
     log(`${join(e2eDir, 'ginkgo')} ${args.map((a) => (/[\s|()*\\[\]]/.test(a) ? `'${a}'` : a)).join(' ')}`);

@@ -24,6 +24,13 @@ export const SKIP_LIST: { pattern: string; reason: string }[] = [
 
 export const DEFAULT_SKIP = SKIP_LIST.map((s) => s.pattern).join('|');
 
+/**
+ * `--node-conformance`: the node's tests beyond the conformance set, upstream's [NodeConformance] tag without the
+ * [Conformance] tests the default focus runs.
+ */
+export const NODE_CONFORMANCE_FOCUS = String.raw`\[NodeConformance\]`;
+export const NODE_CONFORMANCE_SKIP = [String.raw`\[Conformance\]`, DEFAULT_SKIP].join('|');
+
 export interface RunPlan {
   focus: string;
   skip: string;

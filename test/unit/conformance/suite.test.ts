@@ -1,5 +1,5 @@
 // What `npm run conformance` selects of Kubernetes' e2e suite and how it reads ginkgo's report.
-import { DEFAULT_FOCUS, DEFAULT_SKIP, SKIP_LIST, firstErrorLine, formatSummary, ginkgoArgs, summarize, type GinkgoSpecReport } from '../../conformance/suite.js';
+import { DEFAULT_FOCUS, DEFAULT_SKIP, NODE_CONFORMANCE_FOCUS, NODE_CONFORMANCE_SKIP, SKIP_LIST, firstErrorLine, formatSummary, ginkgoArgs, summarize, type GinkgoSpecReport } from '../../conformance/suite.js';
 
 // Spec names as e2e.test --list-tests prints them (v1.32.13).
 const focused = [
@@ -32,6 +32,14 @@ test('the skip list leaves every default-focus test in and takes out LoadBalance
   expect(skip.test('[sig-network] LoadBalancers [Feature:LoadBalancer] should be able to change the type and ports of a TCP service [Slow]')).toBe(true);
   expect(skip.test('[sig-cloud-provider-gcp] Nodes [Disruptive] Resize [Provider:GCE] should be able to add nodes')).toBe(true);
   for (const entry of SKIP_LIST) expect(entry.reason).not.toBe('');
+});
+
+test('--node-conformance: the [NodeConformance] tests that are not [Conformance] ones', () => {
+  const runs = (name: string) => new RegExp(NODE_CONFORMANCE_FOCUS).test(name) && !new RegExp(NODE_CONFORMANCE_SKIP).test(name);
+  expect(runs('[sig-node] Pods should cap back-off at MaxContainerBackOff [Slow] [NodeConformance]')).toBe(true);
+  expect(runs('[sig-storage] HostPath should support r/w [NodeConformance]')).toBe(true);
+  expect(runs('[sig-node] Pods should get a host IP [NodeConformance] [Conformance]')).toBe(false);
+  expect(runs('[sig-network] Services should serve a basic endpoint from pods [Conformance]')).toBe(false);
 });
 
 test('ginkgo runs e2e.test in parallel with the focus, the skip list and the reports', () => {
