@@ -256,7 +256,8 @@ cmd_run() {
   trap stop_qemu EXIT
   trap 'exit 130' INT TERM
   if [[ -n ${NODELET_VM_KUBELET_PORT:-} && ${NODELET_VM_KUBELET_ADDRESS:-127.0.0.1} != 127.0.0.1 ]]; then
-    socat "TCP4-LISTEN:$NODELET_VM_KUBELET_PORT,bind=$NODELET_VM_KUBELET_ADDRESS,reuseaddr,fork" \
+    # Only this host's own connections (source ADDRESS) are relayed: the guest stays unreachable from elsewhere.
+    socat "TCP4-LISTEN:$NODELET_VM_KUBELET_PORT,bind=$NODELET_VM_KUBELET_ADDRESS,range=$NODELET_VM_KUBELET_ADDRESS/32,reuseaddr,fork" \
       "TCP4:127.0.0.1:$NODELET_VM_KUBELET_PORT,bind=127.0.0.1" &
     RELAY_PID=$!
   fi
