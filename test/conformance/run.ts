@@ -146,6 +146,8 @@ async function main(argv: string[]): Promise<number> {
       nodeName: NODE_NAME,
       runtime,
       settings: CLUSTER_SETTINGS,
+      // The instance's agent network is a --cni-conf-dir one: it keeps its range (10.94.0.0/24), not the podCIDR.
+      networkTakesPodCIDR: false,
       // As kubeadm's kubelet configuration: the cluster CA verifies the API server's client certificate (logs, exec, ...).
       agentArgs: (dir) => ['--config', kubeletConfig, '--client-ca-file', join(dir, 'ca.crt'), '--port', String(kubeletPort),
         '--cni-socket', instance.cniSocket, '--cni-conf-dir', instance.agentCniConfDir, '--cni-cache-dir', instance.agentCniCacheDir],

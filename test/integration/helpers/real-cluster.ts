@@ -54,6 +54,11 @@ export interface RealClusterOptions {
   log?: (line: string) => void;
   /** Return once the Node is registered with a podCIDR, Ready or not (e.g. no pod network yet); default: wait for Ready. */
   notReadyOk?: boolean;
+  /**
+   * Whether nodelet's pod network takes Node.spec.podCIDR, so the fixture waits until it does (default true). False
+   * for an operator's --cni-conf-dir network, which keeps its own range.
+   */
+  networkTakesPodCIDR?: boolean;
   /** kube-apiserver's audit policy (YAML); default: defaultAuditPolicy. */
   auditPolicy?: string;
   /** Where nodelet runs (default mainRuntime); its agentArgs must then name that instance's CNI socket and network. */
@@ -212,9 +217,11 @@ export async function startRealCluster(opts: RealClusterOptions = {}): Promise<R
       throw new Error(`${err.message}\nnodelet's log (end):\n${agent!.output.split('\n').slice(-30).join('\n')}`);
     });
     podCIDR = node.spec!.podCIDR!;
-    await waitFor(`nodelet to allocate pod IPs from ${podCIDR}`, async () =>
-      agent!.logLines().some((l) => l.podCIDR === podCIDR && String(l.msg).startsWith('Pod network now allocates')) ? true : undefined,
-    60_000, 200);
+    if (opts.networkTakesPodCIDR ?? true) {
+      await waitFor(`nodelet to allocate pod IPs from ${podCIDR}`, async () =>
+        agent!.logLines().some((l) => l.podCIDR === podCIDR && String(l.msg).startsWith('Pod network now allocates')) ? true : undefined,
+      60_000, 200);
+    }
     const nodeIP = node.status?.addresses?.find((a) => a.type === 'InternalIP')?.address ?? '';
     log(`real-cluster: node ${nodeName} Ready, podCIDR ${podCIDR}, InternalIP ${nodeIP}`);
     return { ...cluster(), nodeIP };
