@@ -154,7 +154,11 @@ await execa('bash', [join(repoRoot, 'scripts/runtime.sh'), 'up'], { env: { NODEL
 const originalKubeletConflist = await readFile(kubeletConflist, 'utf8');
 await writeNodeletCniConf();
 
-const cluster: RealCluster = await startRealCluster({ agentArgs: ['--cni-conf-dir', nodeletConfDir, '--cni-bin-dir', `${nodeletCniBin},/usr/lib/cni,/opt/cni/bin`] });
+// nodelet's network is a --cni-conf-dir one, as kubelet's: it keeps its own range rather than the Node's podCIDR.
+const cluster: RealCluster = await startRealCluster({
+  agentArgs: ['--cni-conf-dir', nodeletConfDir, '--cni-bin-dir', `${nodeletCniBin},/usr/lib/cni,/opt/cni/bin`],
+  networkTakesPodCIDR: false,
+});
 const { kubectl } = cluster;
 const cri = { kubelet: new CriClient(kubeletEndpoint), nodelet: new CriClient(criEndpoint) };
 // kubelet with nodelet's node address: without --node-ip it would look its node name up in DNS at every status update.
