@@ -209,6 +209,36 @@ function condition(type: string, ok: boolean, input: StatusInput, reason?: strin
 
 const terminalPhases = new Set(['Succeeded', 'Failed']);
 
+/**
+ * kubelet's readiness gate check (GeneratePodReadyCondition): why the pod's readiness gates keep it not Ready, read
+ * from its conditions as the API server has them (others set them, kubelet keeps them); empty when every gate is True.
+ */
+export function readinessGateMessages(pod: V1Pod): string[] {
+  const conditions = pod.status?.conditions ?? [];
+  return (pod.spec?.readinessGates ?? []).flatMap((gate) => {
+    const c = conditions.find((x) => x.type === gate.conditionType);
+    if (!c) return [`corresponding condition of pod readiness gate "${gate.conditionType}" does not exist.`];
+    return c.status === 'True' ? [] : [`the status of pod readiness gate "${gate.conditionType}" is not "True", but ${c.status}`];
+  });
+}
+
+/** kubelet's Ready condition: ContainersReady's when that is not True, else False while a readiness gate is not True. */
+function readyCondition(pod: V1Pod, containersReady: V1PodCondition, input: StatusInput): V1PodCondition {
+  if (containersReady.status !== 'True') return condition('Ready', false, input, containersReady.reason, containersReady.message);
+  const gates = readinessGateMessages(pod);
+  return gates.length > 0 ? condition('Ready', false, input, 'ReadinessGatesNotReady', gates.join(', ')) : condition('Ready', true, input);
+}
+
+/** Whether a change of the pod's conditions (a readiness gate set by another controller) changes its Ready condition. */
+export function readinessGatesChangeReady(pod: V1Pod, status: V1PodStatus | undefined): boolean {
+  if (!pod.spec?.readinessGates?.length || !status) return false;
+  const ready = status.conditions?.find((c) => c.type === 'Ready');
+  const containersReady = status.conditions?.find((c) => c.type === 'ContainersReady');
+  if (!ready || containersReady?.status !== 'True') return false;
+  const gatesReady = readinessGateMessages(pod).length === 0;
+  return (ready.status === 'True') !== gatesReady;
+}
+
 export function derivePodStatus(input: StatusInput): V1PodStatus {
   const { pod, state, previous, hostIP } = input;
   const containers = pod.spec?.containers ?? [];
@@ -230,13 +260,15 @@ export function derivePodStatus(input: StatusInput): V1PodStatus {
   const notReadyMessage = completed ? undefined : `containers with unready status: [${unready.join(' ')}]`;
   const sandboxReady = !!sandbox?.ready && (pod.spec?.hostNetwork === true || sandbox.ips.length > 0);
 
+  const containersReadyCondition = condition('ContainersReady', containersReady, input, containersReady ? undefined : notReadyReason, containersReady ? undefined : notReadyMessage);
+
   const status: V1PodStatus = {
     phase,
     conditions: [
       condition('PodReadyToStartContainers', sandboxReady, input),
       condition('Initialized', initialized.ok, input, initialized.reason, initialized.message),
-      condition('Ready', containersReady, input, containersReady ? undefined : notReadyReason, containersReady ? undefined : notReadyMessage),
-      condition('ContainersReady', containersReady, input, containersReady ? undefined : notReadyReason, containersReady ? undefined : notReadyMessage),
+      readyCondition(pod, containersReadyCondition, input),
+      containersReadyCondition,
       condition('PodScheduled', true, input),
     ],
     hostIP,

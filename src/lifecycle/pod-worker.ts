@@ -7,7 +7,7 @@ import { canonicalJson } from '../core/canonical-json.js';
 import type { RuntimeObserver } from './runtime-observer.js';
 import type { PodRuntimeState } from '../core/runtime-state.js';
 import { podLogDirectory, terminationGracePeriodSeconds } from '../execution/runtime-config.js';
-import { derivePodStatus, type WaitingReason } from '../decisions/status.js';
+import { derivePodStatus, readinessGatesChangeReady, type WaitingReason } from '../decisions/status.js';
 import type { StepResult } from '../core/sync-result.js';
 import { collectPodGarbage, crashBackoffKey, executePodActions, recordMountFailures, terminatePod, type SyncDeps } from '../execution/sync-pod.js';
 import { unsupportedPodFields } from '../decisions/unsupported.js';
@@ -127,7 +127,8 @@ export class PodWorker {
   /** A new desired spec for the same UID; the latest one wins. */
   update(pod: V1Pod): void {
     if (this.lifecycle !== 'syncing' || this.pod === pod) return;
-    const changed = !this.pod || podsDifferSemantically(this.pod, pod);
+    // As kubelet's HandlePodReconcile: a readiness gate's condition set by another controller may change Ready.
+    const changed = !this.pod || podsDifferSemantically(this.pod, pod) || readinessGatesChangeReady(pod, this.status);
     this.pod = pod;
     this.deps.onPodChange?.(this.uid, this.apiPod());
     if (changed) {

@@ -302,6 +302,36 @@ spec:
   expect(await runtimeObjects(cri, [deleting.metadata!.uid!])).toEqual({ sandboxes: [], containers: [] });
 }, 150_000);
 
+test("readiness gates: Ready False (ReadinessGatesNotReady) until another controller sets the gate's condition True, and back", async () => {
+  const gate = 'example.com/ready-for-traffic';
+  await createAndBind('gated', `apiVersion: v1
+kind: Pod
+metadata: {name: gated, namespace: default}
+spec:
+  terminationGracePeriodSeconds: 1
+  readinessGates: [{conditionType: ${gate}}]
+  containers:
+  - name: main
+    image: ${busybox}
+    imagePullPolicy: IfNotPresent
+    command: ["sleep", "3600"]
+`);
+  const ready = (p: V1Pod) => p.status?.conditions?.find((c) => c.type === 'Ready');
+  const waiting = await waitForPod('gated', 'Running, its gate missing', (p) => running(p) && ready(p)?.reason === 'ReadinessGatesNotReady');
+  expect(ready(waiting)).toMatchObject({ status: 'False', message: `corresponding condition of pod readiness gate "${gate}" does not exist.` });
+  expect(waiting.status!.conditions!.find((c) => c.type === 'ContainersReady')?.status).toBe('True');
+  // What a load balancer controller does: the gate's condition in the pod's status (nodelet keeps conditions it does not own).
+  const setGate = (status: string) =>
+    kubectl.run('patch', 'pod', 'gated', '--subresource=status', '--type=strategic', '-p', JSON.stringify({ status: { conditions: [{ type: gate, status }] } }));
+  await setGate('True');
+  const open = await waitForPod('gated', 'Ready with its gate True', (p) => ready(p)?.status === 'True');
+  expect(open.status!.conditions!.find((c) => c.type === gate)?.status).toBe('True');
+  await setGate('False');
+  const closed = await waitForPod('gated', 'not Ready again', (p) => ready(p)?.status === 'False');
+  expect(ready(closed)).toMatchObject({ reason: 'ReadinessGatesNotReady', message: `the status of pod readiness gate "${gate}" is not "True", but False` });
+  expect(await kubectl.run('delete', 'pod', 'gated', '--timeout=60s')).toBe('pod "gated" deleted');
+}, 150_000);
+
 test('kubectl delete pod completes once the node has torn the pod down, and nothing of it remains on the node', async () => {
   const pod = await waitForPod('web', 'Running', running);
   const fp = await podFootprint(cri, agent.rootDir, pod.metadata!.uid!, pod.status!.podIP!);

@@ -2,7 +2,7 @@
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import type { ContainerObservation, PodRuntimeState } from '../../../src/core/runtime-state.js';
 import type { ProbeResult } from '../../../src/core/probe-results.js';
-import { derivePodStatus, podPhase, type StatusInput, type WaitingReason } from '../../../src/decisions/status.js';
+import { derivePodStatus, podPhase, readinessGatesChangeReady, type StatusInput, type WaitingReason } from '../../../src/decisions/status.js';
 
 const t0 = Date.parse('2026-11-22T10:00:00Z');
 
@@ -74,6 +74,33 @@ describe('derivePodStatus', () => {
     expect(gone!.state!.terminated).toMatchObject({ exitCode: 1, reason: 'Error' });
     expect(queued!.state).toEqual({ waiting: { reason: 'ContainerCreating' } });
     expect(derivePodStatus(input(pod(), [c('app', 'running')]))).not.toHaveProperty('ephemeralContainerStatuses');
+  });
+
+  test("readiness gates: Ready False with kubelet's reason and messages until every gate's condition is True", () => {
+    const p = pod();
+    p.spec!.readinessGates = [{ conditionType: 'example.com/one' }, { conditionType: 'example.com/two' }];
+    const running = [c('app', 'running'), c('side', 'running')];
+    let s = derivePodStatus(input(p, running));
+    expect(cond(s, 'ContainersReady').status).toBe('True');
+    expect(cond(s, 'Ready')).toMatchObject({
+      status: 'False',
+      reason: 'ReadinessGatesNotReady',
+      message: 'corresponding condition of pod readiness gate "example.com/one" does not exist., corresponding condition of pod readiness gate "example.com/two" does not exist.',
+    });
+    // Another controller sets the gates' conditions; kubelet reads them from the pod as the API server has it.
+    p.status = { conditions: [{ type: 'example.com/one', status: 'True' }, { type: 'example.com/two', status: 'False' }] };
+    expect(readinessGatesChangeReady(p, s)).toBe(false);
+    s = derivePodStatus(input(p, running, { previous: s }));
+    expect(cond(s, 'Ready')).toMatchObject({ status: 'False', message: 'the status of pod readiness gate "example.com/two" is not "True", but False' });
+    p.status = { conditions: [{ type: 'example.com/one', status: 'True' }, { type: 'example.com/two', status: 'True' }] };
+    expect(readinessGatesChangeReady(p, s)).toBe(true);
+    s = derivePodStatus(input(p, running, { previous: s }));
+    expect(cond(s, 'Ready').status).toBe('True');
+    expect(cond(s, 'Ready')).not.toHaveProperty('reason');
+    // Containers not ready: Ready says what ContainersReady says, whatever the gates.
+    const notReady = derivePodStatus(input(p, [c('app', 'running')]));
+    expect(cond(notReady, 'Ready')).toMatchObject({ status: 'False', reason: 'ContainersNotReady', message: 'containers with unready status: [side]' });
+    expect(readinessGatesChangeReady(p, notReady)).toBe(false);
   });
 
   test('nothing created yet: Pending with ContainerCreating, not ready with the unready names', () => {
