@@ -244,6 +244,7 @@ async function measureIdle(cluster: RealCluster): Promise<IdleFigures> {
     perSecond.push(cpu - last);
     last = cpu;
   }
+  progress(`api: idle agent CPU each second (ms): ${perSecond.join(' ')}`);
   const total = perSecond.reduce((a, b) => a + b, 0);
   const base = median(perSecond);
   const rounds = (idleSeconds * 1000) / defaultHousekeepingIntervalMs;
