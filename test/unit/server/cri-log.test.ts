@@ -1,6 +1,6 @@
 // The CRI log reader: line parsing, tail by file lines, since, partial lines joined (timestamps at line starts), the
 // byte limit, and following: new lines, a rotated file, the end once the container stops; the file closed after.
-import { appendFile, mkdtemp, open, rename, writeFile } from 'node:fs/promises';
+import { appendFile, mkdtemp, open, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CriLogParseError, parseCriLogLine, parseLogTimestamp, readCriLog, tailStartOffset, type LogReadOptions } from '../../../src/server/cri-log.js';
@@ -8,8 +8,15 @@ import { CriLogParseError, parseCriLogLine, parseLogTimestamp, readCriLog, tailS
 const line = (time: string, stream: string, tag: string, content: string) => `${time} ${stream} ${tag} ${content}\n`;
 const t = (s: number) => `2024-05-01T10:00:${String(s).padStart(2, '0')}.5Z`;
 
+/** The test's log directories, removed after it. */
+const dirs: string[] = [];
+afterAll(async () => {
+  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+});
+
 async function logFile(text: string): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'nodelet-crilog-'));
+  dirs.push(dir);
   const path = join(dir, '0.log');
   await writeFile(path, text);
   return path;
