@@ -68,10 +68,19 @@ guest_mounts_script() {
   cat <<'EOF'
 #!/bin/sh
 set -eu
+# The 9p transport may not be loaded yet this early in boot (udev loads it when it finds the virtio device): a mount
+# then fails, and with it the whole test. Load it, and try each mount for a while.
+modprobe -q 9pnet_virtio 2>/dev/null || true
+modprobe -q 9p 2>/dev/null || true
 share() {
   mountpoint -q "$2" && return 0
   mkdir -p "$2"
-  mount -t 9p -o "trans=virtio,version=9p2000.L,msize=524288,cache=loose,$3" "$1" "$2"
+  tries=0
+  until mount -t 9p -o "trans=virtio,version=9p2000.L,msize=524288,cache=loose,$3" "$1" "$2"; do
+    tries=$((tries + 1))
+    if [ "$tries" -ge 20 ]; then echo "nodelet-vm: cannot mount the host's share $1 on $2" >&2; return 1; fi
+    sleep 0.5
+  done
 }
 for arg in $(cat /proc/cmdline); do
   case $arg in
@@ -94,6 +103,9 @@ Before=nodelet.service nodelet-containerd.service nodelet-vm-test.service
 [Service]
 Type=oneshot
 RemainAfterExit=yes
+# On the serial console too: a failure here is the only thing the host can see of a guest whose test never starts.
+StandardOutput=journal+console
+StandardError=journal+console
 ExecStart=/usr/local/lib/nodelet-vm/shares.sh
 
 [Install]
