@@ -68,15 +68,15 @@ guest_mounts_script() {
   cat <<'EOF'
 #!/bin/sh
 set -eu
-# The 9p transport may not be loaded yet this early in boot (udev loads it when it finds the virtio device): a mount
-# then fails, and with it the whole test. Load it, and try each mount for a while.
+# The mount points are made after systemd-tmpfiles has emptied /tmp (the unit's order): a repository under /tmp (a CI
+# clone) had its mount point removed under it. The 9p transport is loaded here rather than left to udev, and each mount
+# is tried for a while.
 modprobe -q 9pnet_virtio 2>/dev/null || true
 modprobe -q 9p 2>/dev/null || true
 share() {
   mountpoint -q "$2" && return 0
-  mkdir -p "$2"
   tries=0
-  until mount -t 9p -o "trans=virtio,version=9p2000.L,msize=524288,cache=loose,$3" "$1" "$2"; do
+  until mkdir -p "$2" && mount -t 9p -o "trans=virtio,version=9p2000.L,msize=524288,cache=loose,$3" "$1" "$2"; do
     tries=$((tries + 1))
     if [ "$tries" -ge 20 ]; then echo "nodelet-vm: cannot mount the host's share $1 on $2" >&2; return 1; fi
     sleep 0.5
@@ -97,7 +97,7 @@ guest_units() {
 [Unit]
 Description=nodelet VM test: 9p shares of the host
 DefaultDependencies=no
-After=local-fs.target systemd-modules-load.service
+After=local-fs.target systemd-modules-load.service systemd-tmpfiles-setup.service
 Before=nodelet.service nodelet-containerd.service nodelet-vm-test.service
 
 [Service]
