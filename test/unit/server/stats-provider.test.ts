@@ -8,9 +8,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { PodCgroupManager, type CgroupHierarchy, type SystemdUnits } from '../../../src/host/cgroups.js';
 import { CgroupUsageReader, parseNetDev } from '../../../src/host/resource-usage.js';
 import type { Container, PodSandbox } from '../../../src/cri/types.js';
-import type { RuntimeListing } from '../../../src/server/stats-housekeeping.js';
-import { StatsProvider } from '../../../src/server/stats-provider.js';
-import { FakeClock } from '../core/fake-clock.js';
+import { StatsProvider, type RuntimeListing } from '../../../src/server/stats-provider.js';
 import { recordingLogger } from '../prober/fake-log.js';
 import { files, scratchDir } from '../fakes/scratch-dir.js';
 
@@ -107,8 +105,7 @@ describe.each([
       podLogsDir: join(scratch.dir(), 'logs'),
       memoryCapacityBytes: 1 << 30,
       nodeStartTime: now - 3_600_000,
-      housekeepingIntervalMs: 10_000,
-    clock: new FakeClock(now),
+      now: () => now,
       log: recordingLogger().log,
     });
     const summary = await stats.summary();
@@ -145,8 +142,7 @@ test('scrapes that come while a collection is under way share it', async () => {
     podLogsDir: scratch.dir(),
     memoryCapacityBytes: 1 << 30,
     nodeStartTime: now - 3_600_000,
-    housekeepingIntervalMs: 10_000,
-    clock: new FakeClock(now),
+    now: () => now,
     log: recordingLogger().log,
   });
   const [a, b] = await Promise.all([stats.summary(), stats.summary()]);
