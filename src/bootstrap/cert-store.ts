@@ -87,8 +87,11 @@ export class CertificateStore {
     if (this.given?.certFile && this.given.keyFile) candidates.push([this.given.certFile, this.given.keyFile]);
     candidates.push([join(resolve(this.dir), `${this.prefix}.crt`), join(resolve(this.dir), `${this.prefix}.key`)]);
     for (const [certFile, keyFile] of candidates) {
-      const [cert, key] = await Promise.all([readIfExists(certFile), readIfExists(keyFile)]);
-      if (cert === undefined || key === undefined) continue;
+      // The current file holds both: read once.
+      const cert = await readIfExists(certFile);
+      if (cert === undefined) continue;
+      const key = certFile === keyFile ? cert : await readIfExists(keyFile);
+      if (key === undefined) continue;
       return parsePair(cert, key, certFile === keyFile ? certFile : `${certFile} and ${keyFile}`);
     }
     return undefined;
