@@ -52,6 +52,7 @@ test('the default route from /proc/net/route', () => {
 });
 
 test('--node-ip 0.0.0.0 or :: asks for the address to be found, as no --node-ip does', async () => {
+  expect(await detectNodeIP('0.0.0.0')).not.toBe('0.0.0.0');
   expect(await detectNodeIP('0.0.0.0')).toBe(await detectNodeIP(''));
   expect(await detectNodeIP('::')).toBe(await detectNodeIP(''));
   expect(await detectNodeIP('192.0.2.9')).toBe('192.0.2.9');
