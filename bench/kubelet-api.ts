@@ -6,7 +6,9 @@
 //   logs: `kubectl logs -f --timestamps` on a container printing a line every 100 ms: the time from containerd writing
 //         each line (its CRI log timestamp) to the client reading it, median over 100 lines. Target 100 ms.
 //   scrapes: with 110 pods on the node, 100 scrapes each of /metrics, /stats/summary and /metrics/resource straight to
-//         the port: the agent's CPU per scrape (target < 20 ms) and its RSS over the scrapes (target: no growth).
+//         the port: the agent's CPU per scrape (target < 20 ms) and its RSS over the scrapes (target: no growth);
+//         before them, the agent's CPU over an idle 30 s with the pods, per housekeeping interval (with
+//         --agent-cpu-prof, the housekeeping rounds' own CPU is read from the scrapes' profiles).
 // Printed, never asserted.
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -18,17 +20,19 @@ import { connect as tlsConnect } from 'node:tls';
 import type { Duplex } from 'node:stream';
 import { execa } from 'execa';
 import type { V1Pod } from '@kubernetes/client-node';
+import { defaultHousekeepingIntervalMs } from '../src/server/stats-housekeeping.js';
 import { busybox } from '../test/integration/helpers/agent.js';
 import { freePorts, startRealCluster, type RealCluster } from '../test/integration/helpers/real-cluster.js';
 import { agentMemoryUsage, InspectorSession } from './agent.js';
 import { memoryMB, processCpuMs } from './procfs.js';
-import { heapProfileSummary, profileSummary, type CpuProfile, type HeapProfileNode } from './profiles.js';
+import { functionBursts, heapProfileSummary, profileSummary, type CpuProfile, type HeapProfileNode } from './profiles.js';
 import { median, now, progress, round1, round2 } from './util.js';
 
 const execReps = 20;
 const logLines = 100;
 const loadPods = 110;
 const scrapes = 100;
+const idleSeconds = 30;
 const targets = { execRatio: 1.5, logsMedianMs: 100, scrapeCpuMs: 20 };
 
 export interface ScrapeFigures {
@@ -49,9 +53,19 @@ export interface ApiProfiling {
   heapProf: string;
 }
 
+/** The agent's CPU with the pods and no scrapes (housekeeping, relists, heartbeats), per housekeeping interval. */
+export interface IdleFigures {
+  seconds: number;
+  rounds: number;
+  cpuMsPerInterval: number;
+  /** Each second's, for where the rounds fall (10 ms ticks). */
+  perSecondMs: number[];
+}
+
 export interface KubeletApiResults {
   exec: { kubectlMs: number; nodeletWsMs: number; containerdWsMs: number; runMs: number; execSyncMs: number; freshHealthzMs: number };
   logs: { medianMs: number; p90Ms: number; lines: number };
+  idle: IdleFigures;
   scrapes: ScrapeFigures[];
   pods: number;
 }
@@ -218,6 +232,21 @@ async function healthzDuringScrapes(port: number, tls: ClientTls, agent: HttpsAg
   return { median: round1(median(latencies)), max: round1(Math.max(...latencies)), n: latencies.length };
 }
 
+async function measureIdle(cluster: RealCluster): Promise<IdleFigures> {
+  const pid = agentPid(cluster.agent.rootDir);
+  const perSecond: number[] = [];
+  let last = processCpuMs(pid).self;
+  for (let i = 0; i < idleSeconds; i++) {
+    await new Promise((r) => setTimeout(r, 1_000));
+    const cpu = processCpuMs(pid).self;
+    perSecond.push(cpu - last);
+    last = cpu;
+  }
+  const total = perSecond.reduce((a, b) => a + b, 0);
+  const rounds = (idleSeconds * 1000) / defaultHousekeepingIntervalMs;
+  return { seconds: idleSeconds, rounds, cpuMsPerInterval: round1(total / rounds), perSecondMs: perSecond };
+}
+
 async function measureScrapes(cluster: RealCluster, port: number, tls: ClientTls, agent: HttpsAgent, inspector: InspectorSession | undefined, prof: ApiProfiling): Promise<ScrapeFigures[]> {
   const pid = agentPid(cluster.agent.rootDir);
   const out: ScrapeFigures[] = [];
@@ -247,6 +276,9 @@ async function measureScrapes(cluster: RealCluster, port: number, tls: ClientTls
       const sum = profileSummary(profile, 12);
       progress(`api: ${path}: CPU profile ${file}: ${sum.busyMs} ms busy; self by function:\n${sum.selfByFunction.map((f) => `    ${f.ms} ms ${f.pct}% ${f.name}`).join('\n')}` +
         `\n  nodelet inclusive:\n${sum.nodeletInclusive.map((f) => `    ${f.ms} ms ${f.pct}% ${f.name}`).join('\n')}`);
+      // The housekeeping's rounds (10 s apart) among the scrapes, whose own calls of it read only new pods.
+      const rounds = functionBursts(profile, (f) => f.functionName === 'sample' && f.url.endsWith('/server/stats-provider.js'), 2_000);
+      progress(`api: ${path}: stats housekeeping in the profile (ms into it: CPU ms): ${rounds.map((r) => `${r.atMs}: ${r.ms}`).join(', ')}`);
     }
     if (inspector) {
       const before = await agentMemoryUsage(inspector);
@@ -338,8 +370,11 @@ export async function runKubeletApiPhase(prof: ApiProfiling): Promise<KubeletApi
     progress(`api: ${loadPods} pods Running after ${round1((now() - started) / 1000)} s; scraping...`);
     // Two relists and a volume stats period's start behind the scrapes: the steady state a scraper sees.
     await new Promise((r) => setTimeout(r, 10_000));
+    progress(`api: the agent idle for ${idleSeconds} s...`);
+    const idle = await measureIdle(cluster);
+    progress(`api: ${JSON.stringify(idle)}`);
     const scrapeFigures = await measureScrapes(cluster, port!, tls, agent, inspector, prof);
-    return { exec, logs, scrapes: scrapeFigures, pods: loadPods };
+    return { exec, logs, idle, scrapes: scrapeFigures, pods: loadPods };
   } finally {
     inspector?.close();
     agent.destroy();
@@ -357,6 +392,8 @@ export function kubeletApiTable(r: KubeletApiResults): string {
     `    of which a new TLS connection (client certificate) and an authorized request (GET /healthz): ${r.exec.freshHealthzMs} ms`,
     `  POST /run                                        ${r.exec.runMs} ms   CRI ExecSync ${r.exec.execSyncMs} ms   ${ratio(r.exec.runMs, r.exec.execSyncMs)} (target <= ${targets.execRatio}x)`,
     `  kubectl logs -f line latency                     median ${r.logs.medianMs} ms, p90 ${r.logs.p90Ms} ms over ${r.logs.lines} lines (target median <= ${targets.logsMedianMs} ms)`,
+    `  idle with ${r.pods} pods, ${r.idle.seconds} s: agent CPU ${r.idle.cpuMsPerInterval} ms per housekeeping interval ` +
+      `(each second: ${r.idle.perSecondMs.join(' ')} ms)`,
     `  scrapes with ${r.pods} pods (${scrapes} each): agent CPU per scrape (target < ${targets.scrapeCpuMs} ms), RSS first / last / max`,
     ...r.scrapes.map((s) => `    ${s.path.padEnd(20)} ${String(s.cpuMsPerScrape).padStart(6)} ms CPU   ${s.medianMs} ms latency   ${s.bytes} bytes   RSS ${s.rssMB.first} / ${s.rssMB.last} / ${s.rssMB.max} MB` +
       `   /healthz meanwhile: median ${s.healthzDuringMs.median} ms, max ${s.healthzDuringMs.max} ms` +

@@ -135,3 +135,39 @@ export function heapProfileSummary(head: HeapProfileNode, top = 15) {
       .map(([name, bytes]) => ({ name, kB: Math.round(bytes / 1024), pct: round1((bytes / Math.max(total, 1)) * 100) }));
   return { liveMB: round2(total / 1048576), byModule: list(modules), byFunction: list(fns), nodeletInclusive: list(inclusive) };
 }
+
+/**
+ * The bursts of a function's inclusive time in a profile: its samples (the function anywhere on the stack) grouped
+ * where less than `gapMs` apart, each with its start (ms into the profile) and CPU time. A periodic loop's rounds,
+ * such as the stats housekeeping's, stand out from the calls between them.
+ */
+export function functionBursts(profile: CpuProfile, frame: (f: CallFrame) => boolean, gapMs: number): { atMs: number; ms: number }[] {
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const under = new Map<number, boolean>();
+  const isUnder = (id: number): boolean => {
+    let known = under.get(id);
+    if (known === undefined) {
+      const up = parent.get(id);
+      known = frame(byId.get(id)!.callFrame) || (up !== undefined && isUnder(up));
+      under.set(id, known);
+    }
+    return known;
+  };
+  const samples = profile.samples ?? [];
+  const deltas = profile.timeDeltas ?? [];
+  const bursts: { atMs: number; ms: number; lastUs: number }[] = [];
+  let t = profile.startTime;
+  for (let i = 0; i < samples.length; i++) {
+    t += deltas[i] ?? 0;
+    if (!isUnder(samples[i]!)) continue;
+    const us = Math.max(0, deltas[i + 1] ?? 0);
+    const last = bursts[bursts.length - 1];
+    if (last && t - last.lastUs < gapMs * 1000) {
+      last.ms += us / 1000;
+      last.lastUs = t;
+    } else bursts.push({ atMs: (t - profile.startTime) / 1000, ms: us / 1000, lastUs: t });
+  }
+  return bursts.map((b) => ({ atMs: round1(b.atMs), ms: round1(b.ms) }));
+}

@@ -38,6 +38,8 @@ export interface AgentConfig {
   relistPeriodMs: number;
   /** How often images are garbage collected (nodelet's own flag; kubelet's fixed ImageGCPeriod is 5m). */
   imageGCPeriodMs: number;
+  /** kubelet's --housekeeping-interval (a flag, not in KubeletConfiguration): how often pods' cgroup stats are sampled. */
+  housekeepingIntervalMs: number;
   /** The KubeletConfiguration in effect: --config over kubelet's defaults, command-line flags over both. */
   kubelet: KubeletConfiguration;
 }

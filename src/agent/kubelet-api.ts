@@ -12,7 +12,8 @@ import { alwaysAllow, WebhookAuthorizer, type Authorizer } from '../server/authz
 import { logCheck, pingCheck, syncLoopCheck } from '../server/healthz.js';
 import { KubeletServer, type ServerRuntime } from '../server/kubelet-server.js';
 import type { KubeletMetrics } from '../server/metrics.js';
-import { StatsProvider, type RuntimeListing, type StatsRuntime } from '../server/stats-provider.js';
+import type { RuntimeListing } from '../server/stats-housekeeping.js';
+import { StatsProvider, type StatsRuntime } from '../server/stats-provider.js';
 import type { PodCgroupManager } from '../host/cgroups.js';
 import { CgroupUsageReader } from '../host/resource-usage.js';
 import { loadServingCertificate } from '../server/serving-cert.js';
@@ -40,7 +41,7 @@ export interface KubeletApiDeps {
   syncLoopEntry: () => number | undefined;
   clock: Clock;
   log: Logger;
-  /** Ends the serving certificate's manager (serverTLSBootstrap). */
+  /** Ends the serving certificate's manager (serverTLSBootstrap) and the stats housekeeping. */
   signal: AbortSignal;
 }
 
@@ -143,9 +144,11 @@ export async function createKubeletApi(deps: KubeletApiDeps): Promise<KubeletSer
     podLogsDir: config.podLogsDir,
     memoryCapacityBytes: deps.memoryCapacityBytes,
     nodeStartTime: clock.now() - uptime() * 1000,
-    now: clock.now,
+    housekeepingIntervalMs: config.housekeepingIntervalMs,
+    clock,
     log,
   });
+  void stats.run(deps.signal);
   const server = new KubeletServer({
     nodeName: deps.nodeName,
     address: k.address,

@@ -2,7 +2,8 @@
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DEFAULT_SPAWN_HELPER } from '../host/program-runner.js';
-import { parseGoDuration } from '../core/duration.js';
+import { formatGoDuration, parseGoDuration } from '../core/duration.js';
+import { defaultHousekeepingIntervalMs } from '../server/stats-housekeeping.js';
 
 export type FlagKind = 'string' | 'duration' | 'int' | 'bool';
 
@@ -41,6 +42,7 @@ export const agentFlags: FlagSpec[] = [
   { name: 'file-check-frequency', kind: 'duration', default: '20s', help: 'Interval between full rescans of the manifest directory' },
   { name: 'relist-period', kind: 'duration', default: '1s', help: 'Interval between relists of the runtime (pod lifecycle events)' },
   { name: 'image-gc-period', kind: 'duration', default: '5m', help: "Interval between image garbage collections (kubelet's fixed ImageGCPeriod is 5m)" },
+  { name: 'housekeeping-interval', kind: 'duration', default: formatGoDuration(defaultHousekeepingIntervalMs), help: "Interval between samples of the pods' cgroups and network counters that stats scrapes serve (kubelet's, cAdvisor's housekeeping)" },
   { name: 'address', kind: 'string', default: '0.0.0.0', help: "IP address the kubelet API (HTTPS) listens on" },
   { name: 'port', kind: 'int', default: '10250', help: 'Port of the kubelet API (reported in Node.status.daemonEndpoints)' },
   { name: 'tls-cert-file', kind: 'string', default: '', help: "The kubelet API's serving certificate (PEM, with its chain); without it a self-signed one is generated in --cert-dir" },

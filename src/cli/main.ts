@@ -65,6 +65,7 @@ function agentConfig(values: Map<string, string>, kubelet: KubeletConfiguration)
     fileCheckFrequencyMs: kubelet.fileCheckFrequencyMs,
     relistPeriodMs: parseGoDuration(get('relist-period')),
     imageGCPeriodMs: positiveDuration('image-gc-period', get('image-gc-period')),
+    housekeepingIntervalMs: positiveDuration('housekeeping-interval', get('housekeeping-interval')),
     kubelet,
   };
 }

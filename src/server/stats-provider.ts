@@ -1,19 +1,30 @@
 // Reads what /stats/summary and /metrics/resource report, as kubelet's CRI stats provider does by default: containers'
-// cpu, memory and writable layers from CRI ListContainerStats; pods' cpu, memory and processes from the pod cgroup and
-// their network from the sandbox's network namespace (kubelet reads these through cAdvisor); logs, volumes and the node
-// from the host's cgroups and filesystems. CRI ListPodSandboxStats is not used: kubelet uses it only behind the alpha
+// cpu, memory and writable layers from CRI ListContainerStats at each scrape; pods' cpu, memory and processes from the
+// pod cgroup and their network from the sandbox's network namespace, sampled in the background every housekeeping
+// interval as cAdvisor does for kubelet (a scrape serializes the latest samples); logs, volumes and the node from the
+// host's cgroups and filesystems. CRI ListPodSandboxStats is not used: kubelet uses it only behind the alpha
 // PodAndContainerStatsFromCRI gate, and containerd 1.6 took 1.9 s to answer it for 110 pods on the bench machine.
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
+import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/log.js';
 import type { Container, ContainerStats, FilesystemUsage, PodSandbox, StatsService } from '../cri/types.js';
-import { podUidLabel } from '../execution/labels.js';
 import { podCgroupParent } from '../execution/resources.js';
 import { podLogDirectory } from '../execution/runtime-config.js';
-import { CgroupUsageReader, diskUsage, filesystemUsage, parseNetDev, processLimits, readPseudoFile, type CgroupUsage, type FsUsage } from '../host/resource-usage.js';
+import { diskUsage, filesystemUsage, parseNetDev, processLimits, readPseudoFile, type CgroupUsage, type CgroupUsageReader, type FsUsage } from '../host/resource-usage.js';
+import {
+  housekeepingPlan,
+  knowsContainers,
+  podSampleStats,
+  statsSandboxes,
+  type PodSample,
+  type RuntimeListing,
+  type StatsSandbox,
+} from './stats-housekeeping.js';
 import {
   apiTime,
+  cpuSample,
   cpuStats,
   CpuRates,
   ephemeralStorage,
@@ -30,12 +41,6 @@ import {
 
 export type StatsRuntime = StatsService;
 
-/** The runtime's sandboxes and containers as the latest relist found them (at most a relist period old). */
-export interface RuntimeListing {
-  sandboxes: PodSandbox[];
-  containers: Container[];
-}
-
 export interface StatsProviderOptions {
   nodeName: string;
   runtime: StatsRuntime;
@@ -43,7 +48,7 @@ export interface StatsProviderOptions {
   listing: () => RuntimeListing | undefined;
   /** The pods nodelet runs (their volumes). */
   pods: () => V1Pod[];
-  cgroups: CgroupUsageReader;
+  cgroups: Pick<CgroupUsageReader, 'read' | 'pids' | 'children'>;
   /**
    * Where a cgroup named in kubelet's cgroupfs form (/kubepods/burstable/pod<uid>) is in the hierarchies: the pod cgroup
    * manager's answer, which created it (the slices of the systemd driver, the name itself with cgroupfs).
@@ -57,7 +62,9 @@ export interface StatsProviderOptions {
   memoryCapacityBytes: number;
   /** The node's start (boot) time, ms since the epoch. */
   nodeStartTime: number;
-  now: () => number;
+  /** kubelet's --housekeeping-interval: how often every pod's cgroups and network are sampled. */
+  housekeepingIntervalMs: number;
+  clock: Clock;
   log: Logger;
 }
 
@@ -73,14 +80,8 @@ const volumePlugins: { key: 'emptyDir' | 'configMap' | 'secret' | 'projected' | 
 /** kubelet measures volumes once a minute (volumeStatsAggPeriod): walking them at every scrape would be the cost of it. */
 const volumeStatsPeriodMs = 60_000;
 
-/** Pods' cgroups read between two yields to the event loop: a scrape never holds it for long. */
+/** Pods' cgroups read between two yields to the event loop: neither housekeeping nor a scrape holds it for long. */
 const podsPerTurn = 8;
-
-/** A pod sandbox's cgroups, found once per sandbox: its child cgroups (the sandbox's and its containers') and its pause process. */
-interface SandboxCgroups {
-  children: string[];
-  pausePid?: number;
-}
 
 interface DirUsage {
   usage?: { bytes: number; inodes: number };
@@ -90,11 +91,24 @@ interface DirUsage {
 export class StatsProvider {
   private readonly cpuRates = new CpuRates();
   private readonly du = new Map<string, DirUsage & { at: number }>();
-  private sandboxCgroups = new Map<string, SandboxCgroups>();
+  /** The latest housekeeping sample of each listed sandbox's pod, by sandbox id. */
+  private readonly samples = new Map<string, PodSample>();
   /** The collection under way: scrapes that come meanwhile (/stats/summary and /metrics/resource at once) share it. */
   private collecting?: Promise<Summary>;
 
   constructor(private readonly opts: StatsProviderOptions) {}
+
+  /** Housekeeping: samples every listed pod each interval until the signal aborts (the kubelet API server stops). */
+  async run(signal: AbortSignal): Promise<void> {
+    const { clock, log } = this.opts;
+    while (!signal.aborted) {
+      const listing = this.opts.listing();
+      if (listing) {
+        await this.sample(statsSandboxes(listing), true).catch((err: unknown) => log.error({ err }, 'Pod stats housekeeping failed'));
+      }
+      await clock.sleep(this.opts.housekeepingIntervalMs, signal);
+    }
+  }
 
   summary(): Promise<Summary> {
     this.collecting ??= this.collect().finally(() => {
@@ -105,11 +119,9 @@ export class StatsProvider {
 
   private async collect(): Promise<Summary> {
     const { opts } = this;
-    const now = opts.now();
+    const now = opts.clock.now();
     const listing = opts.listing();
     if (!listing) throw new Error('the container runtime has not been listed yet');
-    const sandboxes = listing.sandboxes.filter((s) => s.state === 'SANDBOX_READY');
-    const containers = listing.containers.filter((c) => c.state === 'CONTAINER_RUNNING');
     const [containerStats, imageFs, nodeFs] = await Promise.all([
       opts.runtime.listContainerStats(),
       opts.runtime.imageFsInfo().catch((err: unknown) => {
@@ -127,35 +139,17 @@ export class StatsProvider {
     const logsFs = await filesystemUsage(opts.podLogsDir);
     const statsById = new Map(containerStats.map((s) => [s.id, s]));
     const podsByUid = new Map(opts.pods().map((p) => [p.metadata?.uid ?? '', p]));
-
-    // One sandbox per pod, the newest ready one (a pod being re-created may briefly have two).
-    const newest = new Map<string, PodSandbox>();
-    for (const s of sandboxes) {
-      const uid = s.labels[podUidLabel] ?? s.metadata.uid;
-      const seen = newest.get(uid);
-      if (!seen || seen.createdAt < s.createdAt) newest.set(uid, s);
-    }
-    const containersBySandbox = new Map<string, Container[]>();
-    for (const c of containers) {
-      const list = containersBySandbox.get(c.podSandboxId);
-      if (list) list.push(c);
-      else containersBySandbox.set(c.podSandboxId, [c]);
-    }
     const fsInfo = { now, rootfs: imageFsCapacity, logsFs, nodeFs };
-    const ready = [...newest.values()];
-    // The filesystems' parts first (asynchronous, mostly cached), then the cgroups' (synchronous) in small batches.
+    const ready = statsSandboxes(listing);
     const partial = await Promise.all(
-      ready.map((sandbox) => this.podFsSummary(sandbox, containersBySandbox.get(sandbox.id) ?? [], statsById, podsByUid.get(sandbox.metadata.uid), fsInfo)),
+      ready.map(({ sandbox, containers }) => this.podFsSummary(sandbox, containers, statsById, podsByUid.get(sandbox.metadata.uid), fsInfo)),
     );
-    const pods: PodSummary[] = [];
-    const seenSandboxes = new Map<string, SandboxCgroups>();
-    for (let i = 0; i < ready.length; i++) {
-      if (i > 0 && i % podsPerTurn === 0) await nextTurn();
-      const sandbox = ready[i]!;
-      const pod = podsByUid.get(sandbox.metadata.uid);
-      pods.push({ ...partial[i]!, ...(pod ? this.podCgroupStats(pod, sandbox, containersBySandbox.get(sandbox.id) ?? [], now, seenSandboxes) : {}) });
-    }
-    this.sandboxCgroups = seenSandboxes;
+    // Pods not sampled yet (new ones) are read now; the others' cgroup figures are housekeeping's latest.
+    await this.sample(ready, false);
+    const pods = ready.map(({ sandbox }, i): PodSummary => {
+      const sample = this.samples.get(sandbox.id);
+      return { ...partial[i]!, ...(sample ? podSampleStats(sample, opts.memoryCapacityBytes) : {}) };
+    });
     this.cpuRates.rotate();
     return {
       node: {
@@ -224,38 +218,54 @@ export class StatsProvider {
     };
   }
 
-  /**
-   * What the pod's cgroup tells, as kubelet reads it through cAdvisor: its cpu and memory; its network from its
-   * sandbox's (pause) process, whose network namespace it is (none for host-network pods, as kubelet); the processes of
-   * its running containers' cgroups (kubelet sums its containers' counts; the pause process is not one).
-   */
-  private podCgroupStats(pod: V1Pod, sandbox: PodSandbox, containers: Container[], now: number, seen: Map<string, SandboxCgroups>): Partial<PodSummary> {
-    const cgroup = this.opts.cgroupPath(podCgroupParent(pod, this.opts.cgroupRoot));
-    const usage = this.opts.cgroups.read(cgroup);
-    const cpu = usage?.cpuUsageNs !== undefined ? cpuStats(this.cpuRates.sample(`p/${sandbox.metadata.uid}`, now, usage.cpuUsageNs)) : undefined;
-    const memory = memoryStats(usage?.memory, now, this.opts.memoryCapacityBytes);
-    // The runtime names each child cgroup after its sandbox's or container's id (with a prefix and suffix under systemd).
-    let found = this.sandboxCgroups.get(sandbox.id);
-    if (!found || containers.some((c) => !found!.children.some((d) => d.includes(c.id)))) {
-      const children = this.opts.cgroups.children(cgroup);
-      const sandboxDir = children.find((d) => d.includes(sandbox.id));
-      const pausePid = sandboxDir !== undefined ? this.opts.cgroups.pids(join(cgroup, sandboxDir))[0] : undefined;
-      found = { children, ...(pausePid !== undefined ? { pausePid } : {}) };
+  /** Takes the samples the housekeeping plan asks for (a round: every pod; a scrape: the new ones), a few pods per turn. */
+  private async sample(sandboxes: StatsSandbox[], round: boolean): Promise<void> {
+    const plan = housekeepingPlan(sandboxes, this.samples, round);
+    for (const id of plan.drop) this.samples.delete(id);
+    if (plan.read.length === 0) return;
+    const podsByUid = new Map(this.opts.pods().map((p) => [p.metadata?.uid ?? '', p]));
+    for (let i = 0; i < plan.read.length; i++) {
+      if (i > 0 && i % podsPerTurn === 0) await nextTurn();
+      const entry = plan.read[i]!;
+      const pod = podsByUid.get(entry.sandbox.metadata.uid);
+      // A pod nodelet does not run (yet) has no known cgroup parent: no figures, as before it is admitted.
+      if (pod) this.samples.set(entry.sandbox.id, this.readPod(pod, entry));
     }
-    seen.set(sandbox.id, found);
-    const dirs = found.children;
+  }
+
+  /**
+   * What the pod's cgroup tells, as cAdvisor reads it for kubelet: its cpu and memory; its network from its sandbox's
+   * (pause) process, whose network namespace it is (none for host-network pods, as kubelet); the processes of its
+   * running containers' cgroups (kubelet sums its containers' counts; the pause process is not one).
+   */
+  private readPod(pod: V1Pod, { sandbox, containers }: StatsSandbox): PodSample {
+    const { cgroups: reader, clock } = this.opts;
+    const timeMs = clock.now();
+    const previous = this.samples.get(sandbox.id);
+    const cgroup = this.opts.cgroupPath(podCgroupParent(pod, this.opts.cgroupRoot));
+    const usage = reader.read(cgroup);
+    // The runtime names each child cgroup after its sandbox's or container's id (with a prefix and suffix under systemd).
+    let cgroups = previous?.cgroups;
+    if (!knowsContainers(cgroups, containers)) {
+      const children = reader.children(cgroup);
+      const sandboxDir = children.find((d) => d.includes(sandbox.id));
+      const pausePid = sandboxDir !== undefined ? reader.pids(join(cgroup, sandboxDir))[0] : undefined;
+      cgroups = { children, ...(pausePid !== undefined ? { pausePid } : {}) };
+    }
     let processCount = 0;
     for (const c of containers) {
-      const dir = dirs.find((d) => d.includes(c.id));
-      if (dir !== undefined) processCount += this.opts.cgroups.pids(join(cgroup, dir)).length;
+      const dir = cgroups.children.find((d) => d.includes(c.id));
+      if (dir !== undefined) processCount += reader.pids(join(cgroup, dir)).length;
     }
-    const netDev = pod.spec?.hostNetwork || found.pausePid === undefined ? undefined : readPseudoFile(`/proc/${found.pausePid}/net/dev`);
-    const network = netDev !== undefined ? networkStats(parseNetDev(netDev), now) : undefined;
+    const netDev = pod.spec?.hostNetwork || cgroups.pausePid === undefined ? undefined : readPseudoFile(`/proc/${cgroups.pausePid}/net/dev`);
     return {
-      ...optional('cpu', cpu),
-      ...optional('memory', memory),
-      ...optional('network', network),
-      ...(usage ? { process_stats: { process_count: processCount } } : {}),
+      timeMs,
+      cgroups,
+      containerIds: containers.map((c) => c.id),
+      ...(usage?.cpuUsageNs !== undefined ? { cpu: cpuSample(previous?.cpu, timeMs, usage.cpuUsageNs) } : {}),
+      ...(usage?.memory ? { memory: usage.memory } : {}),
+      ...(usage ? { processCount } : {}),
+      ...(netDev !== undefined ? { network: parseNetDev(netDev) } : {}),
     };
   }
 

@@ -106,17 +106,22 @@ export interface CpuSample {
   usageNanoCores?: number;
 }
 
-/** kubelet's usageNanoCores where the source gives only the counter: the rate between two samples of the same key. */
+/** A cumulative cpu counter's sample, with usageNanoCores its rate since the previous sample (none for the first). */
+export function cpuSample(before: CpuSample | undefined, timeMs: number, usage: number): CpuSample {
+  const dt = before ? timeMs - before.timeMs : 0;
+  const rate = before && dt > 0 && usage >= before.usageCoreNanoSeconds ? Math.round(((usage - before.usageCoreNanoSeconds) / dt) * 1000) : undefined;
+  return { timeMs, usageCoreNanoSeconds: usage, ...(rate !== undefined ? { usageNanoCores: rate } : {}) };
+}
+
+/** kubelet's usageNanoCores where the source gives only the counter: the rate between two scrapes' samples of the same key. */
 export class CpuRates {
-  private previous = new Map<string, { timeMs: number; usage: number }>();
-  private current = new Map<string, { timeMs: number; usage: number }>();
+  private previous = new Map<string, CpuSample>();
+  private current = new Map<string, CpuSample>();
 
   sample(key: string, timeMs: number, usage: number): CpuSample {
-    const before = this.previous.get(key) ?? this.current.get(key);
-    this.current.set(key, { timeMs, usage });
-    const dt = before ? timeMs - before.timeMs : 0;
-    const rate = before && dt > 0 && usage >= before.usage ? Math.round(((usage - before.usage) / dt) * 1000) : undefined;
-    return { timeMs, usageCoreNanoSeconds: usage, ...(rate !== undefined ? { usageNanoCores: rate } : {}) };
+    const s = cpuSample(this.previous.get(key) ?? this.current.get(key), timeMs, usage);
+    this.current.set(key, s);
+    return s;
   }
 
   /** Ends a scrape: keys not sampled in it (gone containers) are dropped. */

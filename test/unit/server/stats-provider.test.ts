@@ -8,7 +8,9 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { PodCgroupManager, type CgroupHierarchy, type SystemdUnits } from '../../../src/host/cgroups.js';
 import { CgroupUsageReader, parseNetDev } from '../../../src/host/resource-usage.js';
 import type { Container, PodSandbox } from '../../../src/cri/types.js';
-import { StatsProvider, type RuntimeListing } from '../../../src/server/stats-provider.js';
+import type { RuntimeListing } from '../../../src/server/stats-housekeeping.js';
+import { StatsProvider } from '../../../src/server/stats-provider.js';
+import { FakeClock } from '../core/fake-clock.js';
 import { recordingLogger } from '../prober/fake-log.js';
 import { files, scratchDir } from '../fakes/scratch-dir.js';
 
@@ -105,7 +107,8 @@ describe.each([
       podLogsDir: join(scratch.dir(), 'logs'),
       memoryCapacityBytes: 1 << 30,
       nodeStartTime: now - 3_600_000,
-      now: () => now,
+      housekeepingIntervalMs: 10_000,
+    clock: new FakeClock(now),
       log: recordingLogger().log,
     });
     const summary = await stats.summary();
@@ -142,7 +145,8 @@ test('scrapes that come while a collection is under way share it', async () => {
     podLogsDir: scratch.dir(),
     memoryCapacityBytes: 1 << 30,
     nodeStartTime: now - 3_600_000,
-    now: () => now,
+    housekeepingIntervalMs: 10_000,
+    clock: new FakeClock(now),
     log: recordingLogger().log,
   });
   const [a, b] = await Promise.all([stats.summary(), stats.summary()]);
