@@ -40,7 +40,8 @@ export interface ScrapeFigures {
   bytes: number;
   medianMs: number;
   cpuMsPerScrape: number;
-  rssMB: { first: number; last: number; max: number };
+  /** RSS before the scrapes, after the measured 100, after 100 more (whether it keeps growing), and the highest sample. */
+  rssMB: { first: number; last: number; then: number; max: number };
   /** A /healthz sent every 10 ms while scrapes of the path run back to back: its latency (the event loop's responsiveness). */
   healthzDuringMs: { median: number; max: number; n: number };
   /** With an inspector: the JS heap and RSS after the scrapes, before and after a full GC (garbage or kept). */
@@ -267,6 +268,7 @@ async function measureScrapes(cluster: RealCluster, port: number, tls: ClientTls
       bytes = r.body.length;
       if (i % 10 === 0 || i === scrapes - 1) rss.push(memoryMB(pid, 'VmRSS'));
     }
+    const measuredSamples = rss.length;
     const cpuMs = processCpuMs(pid).self - cpu0;
     let afterGc: ScrapeFigures['afterGc'];
     if (inspector && prof.cpuProf) {
@@ -280,6 +282,12 @@ async function measureScrapes(cluster: RealCluster, port: number, tls: ClientTls
       const rounds = functionBursts(profile, (f) => f.functionName === 'sample' && f.url.endsWith('/server/stats-provider.js'), 2_000);
       progress(`api: ${path}: stats housekeeping in the profile (ms into it: CPU ms): ${rounds.map((r) => `${r.atMs}: ${r.ms}`).join(', ')}`);
     }
+    // 100 more: does RSS keep growing, or did the first 100 grow the heap to what back-to-back scrapes take, once?
+    for (let i = 1; i <= scrapes; i++) {
+      await kubeletCall(port, tls, agent, path);
+      if (i % 10 === 0) rss.push(memoryMB(pid, 'VmRSS'));
+    }
+    const rssThen = rss[rss.length - 1]!;
     if (inspector) {
       const before = await agentMemoryUsage(inspector);
       await inspector.post('HeapProfiler.collectGarbage');
@@ -297,10 +305,10 @@ async function measureScrapes(cluster: RealCluster, port: number, tls: ClientTls
     const healthzDuringMs = await healthzDuringScrapes(port, tls, agent, path);
     out.push({
       path, bytes, medianMs: round1(median(times)), cpuMsPerScrape: round2(cpuMs / scrapes),
-      rssMB: { first: round1(rss[0]!), last: round1(rss[rss.length - 1]!), max: round1(Math.max(...rss)) },
+      rssMB: { first: round1(rss[0]!), last: round1(rss[measuredSamples - 1]!), then: round1(rssThen), max: round1(Math.max(...rss)) },
       healthzDuringMs, ...(afterGc ? { afterGc } : {}),
     });
-    progress(`api: ${path}: ${round2(cpuMs / scrapes)} ms agent CPU per scrape, RSS ${round1(rss[0]!)} -> ${round1(rss[rss.length - 1]!)} MB` +
+    progress(`api: ${path}: ${round2(cpuMs / scrapes)} ms agent CPU per scrape, RSS ${round1(rss[0]!)} -> ${round1(rss[measuredSamples - 1]!)} MB, ${round1(rssThen)} MB after ${scrapes} more` +
       `${afterGc ? ` (JS heap ${afterGc.heapUsedBeforeMB} MB, ${afterGc.heapUsedAfterMB} MB after a full GC, RSS then ${afterGc.rssAfterMB} MB)` : ''}; ` +
       `/healthz during scrapes: median ${healthzDuringMs.median} ms, max ${healthzDuringMs.max} ms`);
   }
@@ -394,8 +402,8 @@ export function kubeletApiTable(r: KubeletApiResults): string {
     `  kubectl logs -f line latency                     median ${r.logs.medianMs} ms, p90 ${r.logs.p90Ms} ms over ${r.logs.lines} lines (target median <= ${targets.logsMedianMs} ms)`,
     `  idle with ${r.pods} pods, ${r.idle.seconds} s: agent CPU ${r.idle.cpuMsPerInterval} ms per housekeeping interval ` +
       `(each second: ${r.idle.perSecondMs.join(' ')} ms)`,
-    `  scrapes with ${r.pods} pods (${scrapes} each): agent CPU per scrape (target < ${targets.scrapeCpuMs} ms), RSS first / last / max`,
-    ...r.scrapes.map((s) => `    ${s.path.padEnd(20)} ${String(s.cpuMsPerScrape).padStart(6)} ms CPU   ${s.medianMs} ms latency   ${s.bytes} bytes   RSS ${s.rssMB.first} / ${s.rssMB.last} / ${s.rssMB.max} MB` +
+    `  scrapes with ${r.pods} pods (${scrapes} each): agent CPU per scrape (target < ${targets.scrapeCpuMs} ms), RSS first / after them / after ${scrapes} more / max`,
+    ...r.scrapes.map((s) => `    ${s.path.padEnd(20)} ${String(s.cpuMsPerScrape).padStart(6)} ms CPU   ${s.medianMs} ms latency   ${s.bytes} bytes   RSS ${s.rssMB.first} / ${s.rssMB.last} / ${s.rssMB.then} / ${s.rssMB.max} MB` +
       `   /healthz meanwhile: median ${s.healthzDuringMs.median} ms, max ${s.healthzDuringMs.max} ms` +
       (s.afterGc ? `   JS heap ${s.afterGc.heapUsedBeforeMB} MB, after a full GC ${s.afterGc.heapUsedAfterMB} MB (RSS ${s.afterGc.rssAfterMB} MB)` : '')),
   ];
