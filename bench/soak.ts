@@ -18,6 +18,7 @@
 // Usage: node dist/bench/soak.js [--only P,...] [--cycles N] [--parallel N] [--agent-kills N] [--containerd-kills N]
 //          [--burst N] [--api-away-seconds N] [--api-deletions N] [--seed N] [--agent-log FILE]
 import { execFile } from 'node:child_process';
+import { setMaxListeners } from 'node:events';
 import { readdirSync, readFileSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
 import { request } from 'node:https';
@@ -612,6 +613,8 @@ async function main(): Promise<number> {
   if ('exitCode' in parsed) return parsed.exitCode;
   const opts = parsed.opts;
   const abort = new AbortController();
+  // Every cycle in flight and the CRI monitor wait on it: more than Node's default of 10 listeners, by design.
+  setMaxListeners(opts.parallel + 10, abort.signal);
   for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
     process.on(sig, () => {
       if (abort.signal.aborted) process.exit(130);
