@@ -268,17 +268,17 @@ export class Bench {
   }
 
   /** Removes the bench manifests and waits until the agent has torn their pods down in the runtime and its status. */
-  async nodeletTeardown(signal?: AbortSignal): Promise<void> {
+  async nodeletTeardown(signal?: AbortSignal, timeoutMs = teardownTimeoutMs): Promise<void> {
     const agent = this.agent!;
     for (const f of await readdir(agent.manifestDir).catch(() => [] as string[])) await rm(join(agent.manifestDir, f), { force: true });
-    const deadline = now() + teardownTimeoutMs;
+    const deadline = now() + timeoutMs;
     for (;;) {
       const opts = { timeoutMs: 30_000, ...(signal ? { signal } : {}) };
       const [sandboxes, containers] = await Promise.all([this.main.listPodSandbox(benchPods, opts), this.main.listContainers(benchPods, opts)]);
       const listed = agent.running ? (await listPods(agent.socket)).filter((p) => p.metadata?.namespace === benchNamespace).length : 0;
       if (sandboxes.length + containers.length + listed === 0) return;
       if (!agent.running) throw new Error(`nodelet exited during teardown:\n${agent.recentOutput()}`);
-      if (now() > deadline) throw new Error(`nodelet did not tear down the bench pods within ${teardownTimeoutMs / 1000} s (${sandboxes.length} sandboxes, ${containers.length} containers, ${listed} pods in its status)`);
+      if (now() > deadline) throw new Error(`nodelet did not tear down the bench pods within ${timeoutMs / 1000} s (${sandboxes.length} sandboxes, ${containers.length} containers, ${listed} pods in its status)`);
       await delay(100, undefined, signal ? { signal } : undefined);
     }
   }

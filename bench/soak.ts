@@ -45,6 +45,8 @@ const repoRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
 const run = promisify(execFile);
 const podUidLabel = 'io.kubernetes.pod.uid';
 const burstTimeoutMs = 300_000;
+/** An agent-kills burst whose teardown takes longer is stuck (a 30-pod burst's takes about 2 s unkilled). */
+const stuckTeardownMs = 120_000;
 /** How long nodelet has, once kube-apiserver is back, to remove the pods deleted while it was away. */
 const missedDeletionDeadlineMs = 120_000;
 /** The latest a running agent's network garbage collection takes a record it found: its grace period, its period, 10 s to run. */
@@ -188,7 +190,7 @@ interface PhaseResult {
   restarts: number;
   /** api-away only. */
   missedDeletions?: number;
-  /** agent-kills: bursts whose teardown did not finish within 120 s. */
+  /** agent-kills: bursts whose teardown did not finish within stuckTeardownMs. */
   stuck?: number;
   /** The leaked objects, duplicates and restarts by name (printed under the table when there are any). */
   details: string[];
@@ -383,7 +385,7 @@ class Soak {
           await this.removeManifests(pods);
         }
         try {
-          await this.bench.nodeletTeardown(this.signal);
+          await this.bench.nodeletTeardown(this.signal, stuckTeardownMs);
         } catch (err) {
           // Counted, and the next kill goes on: what is left shows in the phase's leaks.
           result.stuck = (result.stuck ?? 0) + 1;
@@ -407,7 +409,7 @@ class Soak {
       const deleted = await run('ctr', ['-a', address, '-n', 'k8s.io', 'tasks', 'delete', '--force', c.id]).then(() => true, () => false);
       if (deleted) repaired.push(c.id.slice(0, 12));
     }
-    await this.bench.nodeletTeardown(this.signal).catch(() => undefined);
+    await this.bench.nodeletTeardown(this.signal, stuckTeardownMs).catch(() => undefined);
     return repaired.length > 0 ? `the soak deleted the CREATED task of ${repaired.join(', ')} with ctr (containerd#11037)` : 'no exited container with a task found';
   }
 
