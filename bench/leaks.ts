@@ -172,3 +172,24 @@ export function leaksBetween(before: HostSnapshot, after: HostSnapshot): HostSna
 export function countLeaks(leaks: HostSnapshot): LeakCounts {
   return Object.fromEntries(leakKinds.map((k) => [k, leaks[k].length])) as LeakCounts;
 }
+
+/**
+ * Kills the leaked shims (entries "pid comm" of a snapshot's processes) whose bundle directory containerd has removed: a
+ * shim containerd forgot (containerd's own leaks under churn, e.g. containerd/containerd#8931) that nothing else would
+ * ever end. Returns the pids killed.
+ */
+export function killForgottenShims(leakedProcesses: string[]): number[] {
+  const killed: number[] = [];
+  for (const entry of leakedProcesses) {
+    const [pid = '', comm = ''] = entry.split(' ');
+    if (!comm.startsWith('containerd-shim')) continue;
+    try {
+      if (!readlinkSync(`/proc/${pid}/cwd`).endsWith(' (deleted)')) continue;
+      process.kill(Number(pid), 'SIGKILL');
+      killed.push(Number(pid));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return killed;
+}

@@ -34,7 +34,7 @@ import { startComponent, stopComponent } from '../test/cluster/control-plane.js'
 import { describeRuntime, type RuntimeInstance } from '../test/cluster/runtime-instance.js';
 import { BenchAgent, mainEndpoint } from './agent.js';
 import { ClusterPhase } from './cluster.js';
-import { countLeaks, hostSnapshot, leakKinds, leaksBetween, type HostSnapshot, type LeakCounts, type LeakKind } from './leaks.js';
+import { countLeaks, hostSnapshot, killForgottenShims, leakKinds, leaksBetween, type HostSnapshot, type LeakCounts, type LeakKind } from './leaks.js';
 import { eachFlag, intFlag, parseCommandLine, parseOptions, UsageError } from './options.js';
 import { Bench, mainPidFile } from './session.js';
 import { isRunning, listPods } from './status-client.js';
@@ -607,6 +607,9 @@ async function soak(bench: Bench, opts: SoakOptions): Promise<Soak> {
     ...(opts.phases.has('agent-kills') ? { stuck: s.results.reduce((n, r) => n + (r.stuck ?? 0), 0) } : {}),
     details: leakKinds.flatMap((k) => leaks[k].map((x) => `whole run: left ${k}: ${x}`)),
   });
+  // Counted above; then ended, so that the soak leaves the machine as it found it.
+  const killed = killForgottenShims(leaks.processes);
+  if (killed.length > 0) progress(`soak: killed ${killed.length} shims containerd had forgotten (their bundle removed): ${killed.join(', ')}`);
   return s;
 }
 
