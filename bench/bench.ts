@@ -19,6 +19,7 @@
 //
 // Usage: node dist/bench/bench.js [--only startup|probes|cluster] [--reps N] [--pods N] [--probe-pods N] [--probe-seconds N] [--json]
 //          [--sa-token] [--agent-v N] [--agent-log FILE] [--agent-cpu-prof FILE] [--agent-heap-prof FILE]
+import { setMaxListeners } from 'node:events';
 import { cpus, release } from 'node:os';
 import { runClusterPhase } from './cluster.js';
 import { runPullPhase } from './pull.js';
@@ -97,6 +98,8 @@ async function main(): Promise<number> {
   const opts = parsed.opts;
 
   const abort = new AbortController();
+  // Every pod of a burst (up to --big-pods) waits on it: more than Node's default of 10 listeners, by design.
+  setMaxListeners(0, abort.signal);
   let signals = 0;
   const onSignal = (sig: NodeJS.Signals) => {
     signals++;

@@ -619,7 +619,7 @@ async function main(): Promise<number> {
   const opts = parsed.opts;
   const abort = new AbortController();
   // Every cycle in flight and the CRI monitor wait on it: more than Node's default of 10 listeners, by design.
-  setMaxListeners(opts.parallel + 10, abort.signal);
+  setMaxListeners(0, abort.signal);
   for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
     process.on(sig, () => {
       if (abort.signal.aborted) process.exit(130);
