@@ -18,7 +18,7 @@ import { healthz, type HealthCheck } from './healthz.js';
 import { parseCommand, parsePodLogOptions, parsePorts, parseStreamOptions, RequestError, sinceNs } from './query.js';
 import { isLoopbackStreamingUrl, proxyUpgrade } from './stream-proxy.js';
 import type { KubeletMetrics } from './metrics.js';
-import { resourceMetrics, type CpuStats, type MemoryStats, type Summary } from './summary.js';
+import { resourceMetrics, type Summary } from './summary.js';
 import { podContainers } from '../core/pod-containers.js';
 
 export interface KubeletServerTls {
@@ -53,7 +53,7 @@ export interface KubeletServerOptions {
   /** /metrics and /metrics/probes. */
   metrics: Pick<KubeletMetrics, 'registry' | 'probeRegistry'>;
   /** /stats/summary and /metrics/resource. */
-  stats: { summary(): Promise<Summary> };
+  stats: { summary(): Promise<Summary>; cpuAndMemory(): Promise<Summary> };
   clock: Pick<Clock, 'now'>;
   log: Logger;
 }
@@ -267,7 +267,7 @@ export class KubeletServer {
       contentType = metrics.probeRegistry.contentType;
     } else if (which === 'resource') {
       // As kubelet's collector: a failed read is the scrape error gauge, not a failed scrape.
-      const summary = await this.opts.stats.summary().catch((err: unknown) => {
+      const summary = await this.opts.stats.cpuAndMemory().catch((err: unknown) => {
         this.opts.log.error({ err }, 'Error getting summary for resourceMetric prometheus endpoint');
         return undefined;
       });
@@ -284,12 +284,11 @@ export class KubeletServer {
     if (only !== null && only !== 'true' && only !== 'false') throw new RequestError(400, `invalid only_cpu_and_memory: "${only}"`);
     let summary: Summary;
     try {
-      summary = await this.opts.stats.summary();
+      summary = only === 'true' ? await this.opts.stats.cpuAndMemory() : await this.opts.stats.summary();
     } catch (err) {
       this.opts.log.error({ err }, 'Failed to get the stats summary');
       return this.reply(res, 500, `Internal Error: failed to get summary stats: ${(err as Error).message}`);
     }
-    if (only === 'true') summary = cpuAndMemoryOnly(summary);
     this.reply(res, 200, JSON.stringify(summary), 'application/json');
   }
 
@@ -448,19 +447,6 @@ export class KubeletServer {
 }
 
 /** kubelet's GetCPUAndMemoryStats: the node, its system containers and the pods with cpu and memory alone. */
-function cpuAndMemoryOnly(s: Summary): Summary {
-  const keep = (o: { cpu?: CpuStats; memory?: MemoryStats }) => ({ ...(o.cpu ? { cpu: o.cpu } : {}), ...(o.memory ? { memory: o.memory } : {}) });
-  return {
-    node: {
-      nodeName: s.node.nodeName,
-      startTime: s.node.startTime,
-      ...keep(s.node),
-      ...(s.node.systemContainers ? { systemContainers: s.node.systemContainers.map((c) => ({ name: c.name, startTime: c.startTime, ...keep(c) })) } : {}),
-    },
-    pods: s.pods.map((p) => ({ podRef: p.podRef, startTime: p.startTime, ...keep(p), containers: p.containers.map((c) => ({ name: c.name, startTime: c.startTime, ...keep(c) })) })),
-  };
-}
-
 /** An HTTP answer written straight to a socket whose request asked for an upgrade; the connection then closes. */
 function rawReply(socket: Duplex, status: number, body: string): void {
   if (socket.destroyed) return;

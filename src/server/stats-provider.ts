@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/log.js';
-import type { Container, ContainerStats, FilesystemUsage, PodSandbox, StatsService } from '../cri/types.js';
+import type { Container, ContainerStats, FilesystemUsage, StatsService } from '../cri/types.js';
 import { podCgroupParent } from '../execution/resources.js';
 import { podLogDirectory } from '../execution/runtime-config.js';
 import { diskUsage, filesystemUsage, parseNetDev, processLimits, readPseudoFile, type CgroupUsage, type CgroupUsageReader, type FsUsage } from '../host/resource-usage.js';
@@ -24,6 +24,7 @@ import {
 } from './stats-housekeeping.js';
 import {
   apiTime,
+  cpuAndMemoryOnly,
   cpuSample,
   cpuStats,
   CpuRates,
@@ -34,6 +35,7 @@ import {
   type ContainerSummary,
   type FsStats,
   type MemoryStats,
+  type NodeSummary,
   type PodSummary,
   type Summary,
   type VolumeStats,
@@ -83,6 +85,16 @@ const volumeStatsPeriodMs = 60_000;
 /** Pods' cgroups read between two yields to the event loop: neither housekeeping nor a scrape holds it for long. */
 const podsPerTurn = 8;
 
+/** What a full summary reads of the filesystems, once per scrape. */
+interface PodFilesystems {
+  now: number;
+  nodeFs?: FsUsage;
+  logsFs?: FsUsage;
+  /** The image filesystem, where containers' writable layers are. */
+  rootfs?: FsUsage;
+  imageFsUsage?: FilesystemUsage;
+}
+
 interface DirUsage {
   usage?: { bytes: number; inodes: number };
   fs?: FsUsage;
@@ -93,8 +105,9 @@ export class StatsProvider {
   private readonly du = new Map<string, DirUsage & { at: number }>();
   /** The latest housekeeping sample of each listed sandbox's pod, by sandbox id. */
   private readonly samples = new Map<string, PodSample>();
-  /** The collection under way: scrapes that come meanwhile (/stats/summary and /metrics/resource at once) share it. */
+  /** The collection under way: scrapes that come meanwhile share it. */
   private collecting?: Promise<Summary>;
+  private collectingCpuAndMemory?: Promise<Summary>;
 
   constructor(private readonly opts: StatsProviderOptions) {}
 
@@ -110,61 +123,88 @@ export class StatsProvider {
     }
   }
 
+  /** /stats/summary: everything kubelet's summary has. Concurrent scrapes share one collection. */
   summary(): Promise<Summary> {
-    this.collecting ??= this.collect().finally(() => {
+    this.collecting ??= this.collect(false).finally(() => {
       this.collecting = undefined;
     });
     return this.collecting;
   }
 
-  private async collect(): Promise<Summary> {
+  /**
+   * /metrics/resource and /stats/summary?only_cpu_and_memory=true: the node's, pods' and containers' cpu and memory and
+   * none of the filesystems, as kubelet's GetCPUAndMemoryStats (a summary under way serves too).
+   */
+  cpuAndMemory(): Promise<Summary> {
+    if (this.collecting) return this.collecting.then(cpuAndMemoryOnly);
+    this.collectingCpuAndMemory ??= this.collect(true).finally(() => {
+      this.collectingCpuAndMemory = undefined;
+    });
+    return this.collectingCpuAndMemory;
+  }
+
+  private async collect(cpuAndMemoryOnly: boolean): Promise<Summary> {
     const { opts } = this;
     const now = opts.clock.now();
     const listing = opts.listing();
     if (!listing) throw new Error('the container runtime has not been listed yet');
-    const [containerStats, imageFs, nodeFs] = await Promise.all([
-      opts.runtime.listContainerStats(),
-      opts.runtime.imageFsInfo().catch((err: unknown) => {
-        opts.log.debug({ err }, 'ImageFsInfo failed');
-        return undefined;
-      }),
-      filesystemUsage(opts.rootDir),
-    ]);
+    const [containerStats, fsInfo] = await Promise.all([opts.runtime.listContainerStats(), cpuAndMemoryOnly ? undefined : this.filesystems(now)]);
     const nodeUsage = opts.cgroups.read('/');
     const podsUsage = opts.cgroups.read(opts.cgroupPath(join('/', opts.cgroupRoot, 'kubepods')));
-    const netDev = readPseudoFile('/proc/net/dev') ?? '';
-    const rlimit = processLimits();
-    const imageFsUsage = imageFs?.imageFilesystems[0];
-    const imageFsCapacity = imageFsUsage?.mountpoint ? await filesystemUsage(imageFsUsage.mountpoint) : undefined;
-    const logsFs = await filesystemUsage(opts.podLogsDir);
     const statsById = new Map(containerStats.map((s) => [s.id, s]));
     const podsByUid = new Map(opts.pods().map((p) => [p.metadata?.uid ?? '', p]));
-    const fsInfo = { now, rootfs: imageFsCapacity, logsFs, nodeFs };
     const ready = statsSandboxes(listing);
     const partial = await Promise.all(
-      ready.map(({ sandbox, containers }) => this.podFsSummary(sandbox, containers, statsById, podsByUid.get(sandbox.metadata.uid), fsInfo)),
+      ready.map(({ sandbox, containers }) => {
+        const m = sandbox.metadata;
+        const head = { podRef: { name: m.name, namespace: m.namespace, uid: m.uid }, startTime: apiTime(sandbox.createdAt) };
+        if (!fsInfo) return { ...head, containers: containers.map((c) => this.containerCpuAndMemory(c, statsById.get(c.id), now)) };
+        return this.podFsSummary(head, containers, statsById, podsByUid.get(m.uid), fsInfo);
+      }),
     );
     // Pods not sampled yet (new ones) are read now; the others' cgroup figures are housekeeping's latest.
     await this.sample(ready, false);
     const pods = ready.map(({ sandbox }, i): PodSummary => {
       const sample = this.samples.get(sandbox.id);
-      return { ...partial[i]!, ...(sample ? podSampleStats(sample, opts.memoryCapacityBytes) : {}) };
+      const { cpu, memory, ...rest } = sample ? podSampleStats(sample, opts.memoryCapacityBytes) : {};
+      return { ...partial[i]!, ...optional('cpu', cpu), ...optional('memory', memory), ...(fsInfo ? rest : {}) };
     });
     this.cpuRates.rotate();
+    const node: NodeSummary = {
+      nodeName: opts.nodeName,
+      systemContainers: podsUsage ? [this.systemContainer('pods', podsUsage, now)] : [],
+      startTime: apiTime(opts.nodeStartTime),
+      ...optional('cpu', nodeUsage?.cpuUsageNs !== undefined ? cpuStats(this.cpuRates.sample('node', now, nodeUsage.cpuUsageNs)) : undefined),
+      ...optional('memory', this.nodeMemory(nodeUsage, now)),
+    };
+    if (!fsInfo) return { node, pods };
+    const { nodeFs, imageFsUsage, rootfs } = fsInfo;
     return {
       node: {
-        nodeName: opts.nodeName,
-        systemContainers: podsUsage ? [this.systemContainer('pods', podsUsage, now)] : [],
-        startTime: apiTime(opts.nodeStartTime),
-        ...optional('cpu', nodeUsage?.cpuUsageNs !== undefined ? cpuStats(this.cpuRates.sample('node', now, nodeUsage.cpuUsageNs)) : undefined),
-        ...optional('memory', this.nodeMemory(nodeUsage, now)),
-        ...optional('network', networkStats(parseNetDev(netDev), now, '')),
+        ...node,
+        ...optional('network', networkStats(parseNetDev(readPseudoFile('/proc/net/dev') ?? ''), now, '')),
         fs: fsStats(nodeFs, now, nodeFs ? { bytes: nodeFs.capacityBytes - nodeFs.availableBytes, inodes: nodeFs.inodes - nodeFs.inodesFree } : undefined),
-        runtime: { ...(imageFsUsage ? { imageFs: runtimeFs(imageFsUsage, imageFsCapacity, now) } : {}) },
-        rlimit: { time: apiTime(now), ...rlimit },
+        runtime: { ...(imageFsUsage ? { imageFs: runtimeFs(imageFsUsage, rootfs, now) } : {}) },
+        rlimit: { time: apiTime(now), ...processLimits() },
       },
       pods,
     };
+  }
+
+  /** The node's, the image's and the pod logs' filesystems. */
+  private async filesystems(now: number): Promise<PodFilesystems> {
+    const { opts } = this;
+    const [imageFs, nodeFs, logsFs] = await Promise.all([
+      opts.runtime.imageFsInfo().catch((err: unknown) => {
+        opts.log.debug({ err }, 'ImageFsInfo failed');
+        return undefined;
+      }),
+      filesystemUsage(opts.rootDir),
+      filesystemUsage(opts.podLogsDir),
+    ]);
+    const imageFsUsage = imageFs?.imageFilesystems[0];
+    const rootfs = imageFsUsage?.mountpoint ? await filesystemUsage(imageFsUsage.mountpoint) : undefined;
+    return { now, nodeFs, logsFs, rootfs, imageFsUsage };
   }
 
   private nodeMemory(usage: CgroupUsage | undefined, now: number): MemoryStats | undefined {
@@ -183,25 +223,20 @@ export class StatsProvider {
 
   /** A pod's summary without what its cgroups tell: containers from CRI stats, logs, volumes and ephemeral storage. */
   private async podFsSummary(
-    sandbox: PodSandbox,
+    head: Pick<PodSummary, 'podRef' | 'startTime'>,
     containers: Container[],
     statsById: Map<string, ContainerStats>,
     pod: V1Pod | undefined,
-    fs: { now: number; rootfs?: FsUsage; logsFs?: FsUsage; nodeFs?: FsUsage },
+    fs: PodFilesystems,
   ): Promise<PodSummary> {
     const { now } = fs;
-    const m = sandbox.metadata;
-    const ref = { name: m.name, namespace: m.namespace, uid: m.uid };
-    const logDir = podLogDirectory(this.opts.podLogsDir, { metadata: ref });
+    const logDir = podLogDirectory(this.opts.podLogsDir, { metadata: head.podRef });
     const containerSummaries = await Promise.all(
       containers.map(async (c): Promise<ContainerSummary> => {
         const s = statsById.get(c.id);
         const { usage: logs } = await this.cachedDiskUsage(join(logDir, c.metadata.name), now, false);
         return {
-          name: c.metadata.name,
-          startTime: apiTime(c.createdAt),
-          ...optional('cpu', this.criCpu(`c/${c.id}`, s?.cpu)),
-          ...optional('memory', criMemory(s?.memory, now)),
+          ...this.containerCpuAndMemory(c, s, now),
           ...(s?.writableLayer ? { rootfs: fsStats(fs.rootfs, s.writableLayer.timestampNs / 1e6 || now, { ...opt('bytes', s.writableLayer.usedBytes), ...opt('inodes', s.writableLayer.inodesUsed) }) } : {}),
           logs: fsStats(fs.logsFs, now, logs ? { bytes: logs.bytes, inodes: logs.inodes } : undefined),
         };
@@ -210,11 +245,20 @@ export class StatsProvider {
     const volumes = pod ? await this.volumeStats(pod, now) : [];
     const localEphemeral = volumes.filter((v) => v.localEphemeral).map((v) => v.stats);
     return {
-      podRef: ref,
-      startTime: apiTime(sandbox.createdAt),
+      ...head,
       containers: containerSummaries,
       ...(volumes.length > 0 ? { volume: volumes.map((v) => v.stats) } : {}),
       'ephemeral-storage': ephemeralStorage(containerSummaries, localEphemeral, fs.nodeFs, now),
+    };
+  }
+
+  /** A container's cpu and memory from its CRI stats. */
+  private containerCpuAndMemory(c: Container, s: ContainerStats | undefined, now: number): ContainerSummary {
+    return {
+      name: c.metadata.name,
+      startTime: apiTime(c.createdAt),
+      ...optional('cpu', this.criCpu(`c/${c.id}`, s?.cpu)),
+      ...optional('memory', criMemory(s?.memory, now)),
     };
   }
 

@@ -252,3 +252,17 @@ export function resourceMetrics(summary: Summary | undefined): string {
   }
   return text;
 }
+
+/** A summary's cpu and memory alone (what /stats/summary?only_cpu_and_memory=true and /metrics/resource serve). */
+export function cpuAndMemoryOnly(s: Summary): Summary {
+  const keep = (o: { cpu?: CpuStats; memory?: MemoryStats }) => ({ ...(o.cpu ? { cpu: o.cpu } : {}), ...(o.memory ? { memory: o.memory } : {}) });
+  return {
+    node: {
+      nodeName: s.node.nodeName,
+      startTime: s.node.startTime,
+      ...keep(s.node),
+      ...(s.node.systemContainers ? { systemContainers: s.node.systemContainers.map((c) => ({ name: c.name, startTime: c.startTime, ...keep(c) })) } : {}),
+    },
+    pods: s.pods.map((p) => ({ podRef: p.podRef, startTime: p.startTime, ...keep(p), containers: p.containers.map((c) => ({ name: c.name, startTime: c.startTime, ...keep(c) })) })),
+  };
+}

@@ -125,16 +125,20 @@ describe.each([
   });
 });
 
-test('scrapes that come while a collection is under way share it', async () => {
-  let calls = 0;
+/** A provider over no pods that counts its CRI calls. */
+function countingProvider() {
+  const calls = { listContainerStats: 0, imageFsInfo: 0 };
   const stats = new StatsProvider({
     nodeName: 'n1',
     runtime: {
       listContainerStats: () => {
-        calls++;
+        calls.listContainerStats++;
         return Promise.resolve([]);
       },
-      imageFsInfo: () => Promise.resolve({ imageFilesystems: [], containerFilesystems: [] }),
+      imageFsInfo: () => {
+        calls.imageFsInfo++;
+        return Promise.resolve({ imageFilesystems: [], containerFilesystems: [] });
+      },
     },
     listing: () => ({ sandboxes: [], containers: [] }),
     pods: () => [],
@@ -149,9 +153,25 @@ test('scrapes that come while a collection is under way share it', async () => {
     clock: new FakeClock(now),
     log: recordingLogger().log,
   });
+  return { stats, calls };
+}
+
+test('scrapes that come while a collection is under way share it', async () => {
+  const { stats, calls } = countingProvider();
   const [a, b] = await Promise.all([stats.summary(), stats.summary()]);
   expect(a).toBe(b);
-  expect(calls).toBe(1);
+  expect(calls.listContainerStats).toBe(1);
   await stats.summary();
-  expect(calls).toBe(2);
+  expect(calls.listContainerStats).toBe(2);
+});
+
+test('cpu and memory alone read no filesystem; a summary under way serves them, without its filesystems', async () => {
+  const { stats, calls } = countingProvider();
+  const alone = await stats.cpuAndMemory();
+  expect(calls).toEqual({ listContainerStats: 1, imageFsInfo: 0 });
+  expect(Object.keys(alone.node).sort()).toEqual(['nodeName', 'startTime', 'systemContainers']);
+  const [full, shared] = await Promise.all([stats.summary(), stats.cpuAndMemory()]);
+  expect(calls).toEqual({ listContainerStats: 2, imageFsInfo: 1 });
+  expect(full.node.fs).toBeDefined();
+  expect(shared.node).toEqual({ nodeName: 'n1', startTime: full.node.startTime, systemContainers: [] });
 });
