@@ -14,6 +14,7 @@ import { KubeletServer, type ServerRuntime } from '../server/kubelet-server.js';
 import type { KubeletMetrics } from '../server/metrics.js';
 import type { RuntimeListing } from '../server/stats-housekeeping.js';
 import { StatsProvider, type StatsRuntime } from '../server/stats-provider.js';
+import type { Summary } from '../server/summary.js';
 import type { PodCgroupManager } from '../host/cgroups.js';
 import { CgroupUsageReader } from '../host/resource-usage.js';
 import { loadServingCertificate } from '../server/serving-cert.js';
@@ -148,7 +149,12 @@ export async function createKubeletApi(deps: KubeletApiDeps): Promise<KubeletSer
     clock,
     log,
   });
-  void stats.run(deps.signal);
+  // The housekeeping starts with the first stats scrape, so that a node nobody scrapes pays nothing for it.
+  let housekeeping: Promise<void> | undefined;
+  const scrape = (collect: () => Promise<Summary>) => () => {
+    housekeeping ??= stats.run(deps.signal);
+    return collect();
+  };
   const server = new KubeletServer({
     nodeName: deps.nodeName,
     address: k.address,
@@ -167,7 +173,7 @@ export async function createKubeletApi(deps: KubeletApiDeps): Promise<KubeletSer
     listedContainers: () => deps.runtimeListing()?.containers,
     configz: () => configz(k),
     metrics: deps.metrics,
-    stats,
+    stats: { summary: scrape(() => stats.summary()), cpuAndMemory: scrape(() => stats.cpuAndMemory()) },
     healthChecks: [pingCheck, logCheck(process.stdout, clock.now), syncLoopCheck(deps.syncLoopEntry, config.syncFrequencyMs, clock.now)],
     clock,
     log,
