@@ -446,7 +446,6 @@ export class KubeletServer {
   }
 }
 
-/** kubelet's GetCPUAndMemoryStats: the node, its system containers and the pods with cpu and memory alone. */
 /** An HTTP answer written straight to a socket whose request asked for an upgrade; the connection then closes. */
 function rawReply(socket: Duplex, status: number, body: string): void {
   if (socket.destroyed) return;

@@ -86,7 +86,7 @@ const volumeStatsPeriodMs = 60_000;
 const podsPerTurn = 8;
 
 /** What a full summary reads of the filesystems, once per scrape. */
-interface PodFilesystems {
+interface ScrapeFilesystems {
   now: number;
   nodeFs?: FsUsage;
   logsFs?: FsUsage;
@@ -152,13 +152,14 @@ export class StatsProvider {
     const nodeUsage = opts.cgroups.read('/');
     const podsUsage = opts.cgroups.read(opts.cgroupPath(join('/', opts.cgroupRoot, 'kubepods')));
     const statsById = new Map(containerStats.map((s) => [s.id, s]));
-    const podsByUid = new Map(opts.pods().map((p) => [p.metadata?.uid ?? '', p]));
+    // The pods' volumes are measured in a full summary only.
+    const podsByUid = fsInfo && new Map(opts.pods().map((p) => [p.metadata?.uid ?? '', p]));
     const ready = statsSandboxes(listing);
     const partial = await Promise.all(
       ready.map(({ sandbox, containers }) => {
         const m = sandbox.metadata;
         const head = { podRef: { name: m.name, namespace: m.namespace, uid: m.uid }, startTime: apiTime(sandbox.createdAt) };
-        if (!fsInfo) return { ...head, containers: containers.map((c) => this.containerCpuAndMemory(c, statsById.get(c.id), now)) };
+        if (!fsInfo || !podsByUid) return { ...head, containers: containers.map((c) => this.containerCpuAndMemory(c, statsById.get(c.id), now)) };
         return this.podFsSummary(head, containers, statsById, podsByUid.get(m.uid), fsInfo);
       }),
     );
@@ -192,7 +193,7 @@ export class StatsProvider {
   }
 
   /** The node's, the image's and the pod logs' filesystems. */
-  private async filesystems(now: number): Promise<PodFilesystems> {
+  private async filesystems(now: number): Promise<ScrapeFilesystems> {
     const { opts } = this;
     const [imageFs, nodeFs, logsFs] = await Promise.all([
       opts.runtime.imageFsInfo().catch((err: unknown) => {
@@ -227,7 +228,7 @@ export class StatsProvider {
     containers: Container[],
     statsById: Map<string, ContainerStats>,
     pod: V1Pod | undefined,
-    fs: PodFilesystems,
+    fs: ScrapeFilesystems,
   ): Promise<PodSummary> {
     const { now } = fs;
     const logDir = podLogDirectory(this.opts.podLogsDir, { metadata: head.podRef });
