@@ -253,7 +253,9 @@ describe('kubelet\'s --bootstrap-kubeconfig', () => {
     await restartControllerManager(dir, { signingDuration: '3m' }, binDir);
     await agent.stop();
     await rm(agent.kubeconfig!, { force: true });
-    await agent.start(['--bootstrap-kubeconfig', join(dirname(agent.kubeconfig!), 'bootstrap-kubeconfig')]);
+    // The restarted kube-controller-manager signs only once it holds the leader lease, which its predecessor may still
+    // hold for up to 15 s: the bootstrap, which comes before the status socket, waits for that signature.
+    await agent.start(['--bootstrap-kubeconfig', join(dirname(agent.kubeconfig!), 'bootstrap-kubeconfig')], 90_000);
     const current = join(certDir, 'kubelet-client-current.pem');
     const first = await waitFor('a short-lived certificate from the bootstrap', async () => {
       const t = await readlink(current);

@@ -77,7 +77,8 @@ export class AgentProcess {
     return this.child?.pid;
   }
 
-  async start(extraArgs: string[] = []): Promise<void> {
+  /** `socketTimeoutMs`: how long the status socket may take (a TLS bootstrap comes before it and waits for the signer). */
+  async start(extraArgs: string[] = [], socketTimeoutMs = 20_000): Promise<void> {
     const args = [
       '--pod-manifest-path', this.manifestDir,
       '--container-runtime-endpoint', this.runtimeEndpoint,
@@ -98,7 +99,7 @@ export class AgentProcess {
     await waitFor('nodelet status socket', async () => {
       if (child.exitCode !== null) throw new Error(`nodelet exited early (${child.exitCode}):\n${this.output}`);
       return existsSync(this.socket) ? true : undefined;
-    }, 20_000, 50);
+    }, socketTimeoutMs, 50);
   }
 
   /** SIGTERM and wait: the agent stops, pods keep running. */
