@@ -290,10 +290,11 @@ spec:
 
     await agent.removeManifest('web-b.json');
     await waitForRuntimeGone(cri, [p.metadata!.uid!], 30_000);
+    // The pod leaves the agent once its teardown has run to the end (the log directory goes last).
+    await waitFor('web-b gone from the agent', async () => ((await agent.pod('web-b')) ? undefined : true), 10_000);
     expect(existsSync(netns!)).toBe(false);
     expect(await ipReservations()).not.toContain(p.status!.podIP);
     expect((await bridgePorts('nodelet0')).length).toBe(portsBefore.length - 1);
     expect(existsSync(`${agent.podLogsDir}/default_${staticName('web-b')}_${p.metadata!.uid}`)).toBe(false);
-    await waitFor('web-b gone from the agent', async () => ((await agent.pod('web-b')) ? undefined : true), 5_000);
   });
 });
