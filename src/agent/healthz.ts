@@ -1,6 +1,6 @@
 // kubelet's healthz server (healthzBindAddress:healthzPort, 127.0.0.1:10248): plain HTTP, GET /healthz answers "ok".
 // As kubelet's (cmd/kubelet/app/server.go: healthz.InstallHandler(mux) without checks), it has the ping check only.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from '../core/node-http.js';
 import type { Logger } from '../core/log.js';
 
 /** k8s.io/apiserver's healthz handler for the ping check: /healthz and /healthz/ping, `?verbose` lists the checks. */

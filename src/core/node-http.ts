@@ -5,6 +5,6 @@ import { createRequire } from 'node:module';
 
 const http = createRequire(import.meta.url)('node:http') as typeof import('node:http');
 
-export const { Agent, createServer, request } = http;
+export const { Agent, createServer, request, STATUS_CODES } = http;
 export type Agent = import('node:http').Agent;
 export type { IncomingMessage, OutgoingHttpHeaders, Server, ServerResponse } from 'node:http';

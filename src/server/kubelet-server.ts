@@ -1,7 +1,7 @@
 // The kubelet API over HTTPS (port 10250): authentication, authorization, then /healthz, /pods, /configz,
 // /containerLogs, and /exec, /attach, /portForward (proxied to the runtime's streaming server) and /run.
 import { access } from 'node:fs/promises';
-import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from '../core/node-http.js';
 import { createServer, type Server } from 'node:https';
 import type { Socket } from 'node:net';
 import type { SecureContextOptions } from 'node:tls';
