@@ -65,7 +65,8 @@ export interface AgentLoad {
   cpuSeconds: number;
   /** The CPU of the agent's children it reaped in the window (exec probes do not run there: containerd runs them). */
   childrenAvgCores: number;
-  rssMB: { avg: number; max: number; atStart: number; atEnd: number; samples: number };
+  /** The 1 s samples' figures, and the anonymous and file-backed parts of the RSS once the window is over. */
+  rssMB: { avg: number; max: number; atStart: number; atEnd: number; samples: number; anonAfter: number; fileAfter: number };
   /** VmHWM over the window (reset at its start), or since the agent started when the reset was refused. */
   peakRssInWindowMB: number;
   peakRssWindowOnly: boolean;
@@ -252,7 +253,7 @@ export async function runProbeLoad(bench: Bench): Promise<ProbeLoad> {
         avgCores: round3(avgCores),
         cpuSeconds: round2((cpu1.self - cpu0.self) / 1000),
         childrenAvgCores: round3((cpu1.children - cpu0.children) / wallMs),
-        rssMB: { avg: round1(rss.reduce((a, b) => a + b, 0) / rss.length), max: round1(Math.max(...rss)), atStart: round1(rssAtStart), atEnd: round1(rss.at(-1)!), samples: rss.length },
+        rssMB: rssFigures(pid, rss, rssAtStart),
         peakRssInWindowMB: round1(peakRssInWindowMB),
         peakRssWindowOnly,
         peakRssBeforeWindowMB: round1(peakRssBeforeWindowMB),
@@ -287,6 +288,13 @@ export async function runProbeLoad(bench: Bench): Promise<ProbeLoad> {
   } finally {
     inspector?.close();
   }
+}
+
+function rssFigures(pid: number, rss: number[], atStart: number): AgentLoad['rssMB'] {
+  return {
+    avg: round1(rss.reduce((a, b) => a + b, 0) / rss.length), max: round1(Math.max(...rss)), atStart: round1(atStart), atEnd: round1(rss.at(-1)!),
+    samples: rss.length, anonAfter: round1(memoryMB(pid, 'RssAnon')), fileAfter: round1(memoryMB(pid, 'RssFile')),
+  };
 }
 
 /** kubelet under the same probe load, measured the same way (its own process; exec probes run in its containerd). */
@@ -364,7 +372,7 @@ export async function runKubeletProbeLoad(bench: Bench): Promise<KubeletProbeLoa
       avgCores: round3((cpu1.self - cpu0.self) / wallMs),
       cpuSeconds: round2((cpu1.self - cpu0.self) / 1000),
       childrenAvgCores: round3((cpu1.children - cpu0.children) / wallMs),
-      rssMB: { avg: round1(rss.reduce((a, b) => a + b, 0) / rss.length), max: round1(Math.max(...rss)), atStart: round1(rssAtStart), atEnd: round1(rss.at(-1)!), samples: rss.length },
+      rssMB: rssFigures(pid, rss, rssAtStart),
       peakRssInWindowMB: round1(peakRssInWindowMB),
       peakRssWindowOnly,
       peakRssBeforeWindowMB: round1(peakRssBeforeWindowMB),
