@@ -74,7 +74,7 @@ let methods: Map<string, Method> | undefined;
 /** Loads the proto once per process, on first use. Keys are CRI method names ("ContainerStatus"). */
 function method(name: string): Method {
   if (methods === undefined) {
-    const pkg = loadSync(PROTO_PATH, { keepCase: false, longs: String, enums: String, defaults: true });
+    const pkg = loadSync(PROTO_PATH, { keepCase: false, longs: Number, enums: String, defaults: true });
     methods = new Map();
     for (const service of ['runtime.v1.RuntimeService', 'runtime.v1.ImageService']) {
       for (const [rpc, def] of Object.entries(pkg[service] as Record<string, Method>)) methods.set(rpc, def);
@@ -432,9 +432,10 @@ function wireContainerConfig(c: ContainerConfig): object {
   };
 }
 
-// ---- response mapping: proto-loader objects (defaults filled, unset messages null, int64 as string) -> types.ts ----
+// ---- response mapping: proto-loader objects (defaults filled, unset messages null, int64 as number) -> types.ts ----
 
-type Int64 = string;
+// As numbers: nanosecond timestamps lose their last digits (a double), as they would in Number(); no Long.toString per field.
+type Int64 = number;
 
 interface WireVersionResponse {
   version: string;
@@ -506,7 +507,7 @@ interface WireImage {
 
 /** CRI timestamps are int64 nanoseconds since the epoch; 0 stays 0 ("not happened"). */
 function nsToMs(ns: Int64): number {
-  return Math.floor(Number(ns) / 1e6);
+  return Math.floor(ns / 1e6);
 }
 
 function sandboxMetadata(m: PodSandboxMetadata | null): PodSandboxMetadata {
@@ -526,8 +527,8 @@ function fromWireImage(i: WireImage): Image {
     id: i.id,
     repoTags: i.repoTags,
     repoDigests: i.repoDigests,
-    size: Number(i.size),
-    uid: i.uid === null ? undefined : Number(i.uid.value),
+    size: i.size,
+    uid: i.uid === null ? undefined : i.uid.value,
     username: i.username,
     pinned: i.pinned,
   };
@@ -567,16 +568,16 @@ interface WireContainerStats {
 
 /** An optional CRI UInt64Value as an optional field: { key: n } when the runtime set it, {} when not. */
 function uint64<K extends string>(key: K, v: WireUInt64): Partial<Record<K, number>> {
-  return v === null ? {} : ({ [key]: Number(v.value) } as Partial<Record<K, number>>);
+  return v === null ? {} : ({ [key]: v.value } as Partial<Record<K, number>>);
 }
 
 function fromWireCpu(c: WireCpuUsage): CpuUsage {
-  return { timestampNs: Number(c.timestamp), ...uint64('usageCoreNanoSeconds', c.usageCoreNanoSeconds), ...uint64('usageNanoCores', c.usageNanoCores) };
+  return { timestampNs: c.timestamp, ...uint64('usageCoreNanoSeconds', c.usageCoreNanoSeconds), ...uint64('usageNanoCores', c.usageNanoCores) };
 }
 
 function fromWireMemory(m: WireMemoryUsage): MemoryUsage {
   return {
-    timestampNs: Number(m.timestamp),
+    timestampNs: m.timestamp,
     ...uint64('workingSetBytes', m.workingSetBytes),
     ...uint64('availableBytes', m.availableBytes),
     ...uint64('usageBytes', m.usageBytes),
@@ -587,7 +588,7 @@ function fromWireMemory(m: WireMemoryUsage): MemoryUsage {
 }
 
 function fromWireFs(f: WireFilesystemUsage): FilesystemUsage {
-  return { timestampNs: Number(f.timestamp), mountpoint: f.fsId?.mountpoint ?? '', ...uint64('usedBytes', f.usedBytes), ...uint64('inodesUsed', f.inodesUsed) };
+  return { timestampNs: f.timestamp, mountpoint: f.fsId?.mountpoint ?? '', ...uint64('usedBytes', f.usedBytes), ...uint64('inodesUsed', f.inodesUsed) };
 }
 
 function fromWireContainerStats(s: WireContainerStats): ContainerStats {
