@@ -12,8 +12,8 @@ function modules(dir: string): string[] {
 
 test("no module of the agent loads Node's bundled undici", async () => {
   const { execa } = await import('execa');
-  // The two programs (the CLI, the CNI shim's DEL fallback) run when imported; every other module only defines things
-  // (some open handles: the child exits once it has answered).
+  // The two programs (the CLI, the CNI shim's DEL fallback, which reads stdin) run when imported; every other module
+  // only defines things.
   const programs = [join('cli', 'main.js'), join('cni', 'local-del.js')];
   const files = modules(distSrc).filter((f) => !programs.some((p) => f.endsWith(p)));
   expect(files.length).toBeGreaterThan(100);
