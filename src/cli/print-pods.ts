@@ -1,6 +1,7 @@
 // `kubectl get pods`-style output: the table with kubectl's STATUS/READY/RESTARTS/AGE rules, `-o json`, and `-w`.
 import type { V1ContainerStatus, V1Pod, V1PodCondition } from '@kubernetes/client-node';
 import { imagePullAnnotation, type PodWatchEvent } from '../agent/status-api.js';
+import { compareStrings } from '../core/compare.js';
 
 export interface PodTableOptions {
   /** `-o wide`: adds IP, NODE, NOMINATED NODE, READINESS GATES (and IMAGE PULL while a listed pod waits for a pull). */
@@ -194,7 +195,7 @@ export function formatColumns(rows: string[][]): string {
  */
 export function formatPodTable(pods: V1Pod[], opts: PodTableOptions): string {
   if (pods.length === 0) return '';
-  const rows = pods.map((p) => podRow(p, opts.now)).sort((a, b) => (a.namespace === b.namespace ? compare(a.name, b.name) : compare(a.namespace, b.namespace)));
+  const rows = pods.map((p) => podRow(p, opts.now)).sort((a, b) => (a.namespace === b.namespace ? compareStrings(a.name, b.name) : compareStrings(a.namespace, b.namespace)));
   // nodelet's own column, after kubectl's, only while a pod waits for an image pull.
   const pulling = opts.wide && rows.some((r) => r.imagePull !== '');
   const cells = rows.map((r) => [...rowCells(r, opts), ...(pulling ? [r.imagePull || '<none>'] : [])]);
@@ -213,10 +214,6 @@ function rowCells(r: PodRow, opts: PodTableOptions): string[] {
   if (opts.showNamespace) cells.unshift(r.namespace);
   if (opts.wide) cells.push(r.ip, r.node, r.nominatedNode, r.readinessGates);
   return cells;
-}
-
-function compare(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 /**

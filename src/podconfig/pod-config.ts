@@ -2,6 +2,7 @@
 // and the mirror pod manager what to do (kubelet's pod config + HandlePodAdditions/Removes + pod cleanup). Standalone it
 // has only the file source, admits every pod and has no status manager or mirror pods.
 import type { V1Node, V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import { compareStrings } from '../core/compare.js';
 import { CONFIG_SEEN_ANNOTATION, CONFIG_SOURCE_ANNOTATION } from '../core/config-annotations.js';
 import type { EventRecorder } from '../core/events.js';
 import type { Logger } from '../core/log.js';
@@ -68,7 +69,7 @@ export function deletionGracePeriodSeconds(pod: V1Pod): number {
 function creationOrder(a: V1Pod, b: V1Pod): number {
   const ta = new Date(a.metadata?.creationTimestamp ?? 0).getTime();
   const tb = new Date(b.metadata?.creationTimestamp ?? 0).getTime();
-  return ta - tb || nameOf(a).localeCompare(nameOf(b));
+  return ta - tb || compareStrings(nameOf(a), nameOf(b));
 }
 
 export class PodConfig {

@@ -8,6 +8,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Clock } from '../core/clock.js';
+import { compareStrings } from '../core/compare.js';
 import type { Logger } from '../core/log.js';
 import type { Container, ContainerStats, FilesystemUsage, StatsService } from '../cri/types.js';
 import { podCgroupParent } from '../execution/resources.js';
@@ -333,7 +334,7 @@ export class StatsProvider {
         });
       }),
     );
-    return out.sort((a, b) => a.stats.name.localeCompare(b.stats.name));
+    return out.sort((a, b) => compareStrings(a.stats.name, b.stats.name));
   }
 
   /** A directory's disk usage (and, for a volume, its filesystem), measured at most once a volume stats period. */

@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { posix } from 'node:path';
 import type { V1ConfigMap, V1KeyToPath, V1Pod, V1Secret, V1Volume } from '@kubernetes/client-node';
 import { isObjectNotFound, type ApiObjectSource } from '../core/api-objects.js';
+import { compareStrings } from '../core/compare.js';
 import type { NodeAllocatable } from '../host/allocatable.js';
 import type { FileProjection } from './atomic-writer.js';
 import { downwardApiPayload } from './downward-api.js';
@@ -204,7 +205,7 @@ export async function volumePayload(pod: V1Pod, volume: V1Volume, ctx: PayloadCo
 /** A digest of a payload (paths, modes, owners, content): equal digests mean nothing to rewrite. Secret content stays out of memory. */
 export function payloadDigest(payload: VolumePayload): string {
   const hash = createHash('sha256');
-  for (const [path, file] of [...payload].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+  for (const [path, file] of [...payload].sort(([a], [b]) => compareStrings(a, b))) {
     hash.update(`${path}\0${file.mode}\0${file.fsUser ?? ''}\0${file.data.length}\0`);
     hash.update(file.data);
   }
