@@ -14,7 +14,6 @@ import { KubeletServer, type ServerRuntime } from '../server/kubelet-server.js';
 import type { KubeletMetrics } from '../server/metrics.js';
 import type { RuntimeListing } from '../server/stats-housekeeping.js';
 import { StatsProvider, type StatsRuntime } from '../server/stats-provider.js';
-import type { Summary } from '../server/summary.js';
 import type { PodCgroupManager } from '../host/cgroups.js';
 import { CgroupUsageReader } from '../host/resource-usage.js';
 import { loadServingCertificate } from '../server/serving-cert.js';
@@ -149,12 +148,8 @@ export async function createKubeletApi(deps: KubeletApiDeps): Promise<KubeletSer
     clock,
     log,
   });
-  // The housekeeping starts with the first stats scrape, so that a node nobody scrapes pays nothing for it.
-  let housekeeping: Promise<void> | undefined;
-  const scrape = (collect: () => Promise<Summary>) => () => {
-    housekeeping ??= stats.run(deps.signal);
-    return collect();
-  };
+  // As kubelet's cAdvisor: the pods are sampled from the start, so the first scrape (metrics-server's) has rates.
+  void stats.run(deps.signal);
   const server = new KubeletServer({
     nodeName: deps.nodeName,
     address: k.address,
@@ -173,7 +168,7 @@ export async function createKubeletApi(deps: KubeletApiDeps): Promise<KubeletSer
     listedContainers: () => deps.runtimeListing()?.containers,
     configz: () => configz(k),
     metrics: deps.metrics,
-    stats: { summary: scrape(() => stats.summary()), cpuAndMemory: scrape(() => stats.cpuAndMemory()) },
+    stats: { summary: () => stats.summary(), cpuAndMemory: () => stats.cpuAndMemory() },
     healthChecks: [pingCheck, logCheck(process.stdout, clock.now), syncLoopCheck(deps.syncLoopEntry, config.syncFrequencyMs, clock.now)],
     clock,
     log,

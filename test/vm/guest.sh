@@ -67,6 +67,8 @@ if ((BENCH)); then
 fi
 phase=$(cat "$STATE/phase" 2>/dev/null || echo first)
 say "phase $phase, cgroup driver $DRIVER, $(stat -fc %T /sys/fs/cgroup) on /sys/fs/cgroup, kernel $(uname -r)"
+# The agent's journal as it is written: a guest killed at the host's timeout collects no journals in finish.
+journalctl -f -n all -u nodelet.service --no-pager -o cat >>"$OUT/nodelet-journal-live-$phase.log" 2>&1 &
 case $phase in
   first)
     t0=$SECONDS

@@ -118,6 +118,11 @@ const deliberate: { path: RegExp; reason: string }[] = [
     path: /^event only from (kubelet|nodelet): \w+ \| .* \| Unhealthy \| .* probe errored: rpc error: code = \w+ desc = failed to exec in container: /,
     reason: 'timing: nodelet probes a container from the sync that started it, kubelet from its next sync (~1 s later); an exec probe that meets the container exiting errors',
   },
+  {
+    // The readiness command prints before it fails: no output means the liveness restart killed it first.
+    path: /^event only from (kubelet|nodelet): probes \| spec\.containers\{app\} \| Warning \| Unhealthy \| .* \| Readiness probe failed: $/,
+    reason: 'timing: a readiness probe running when the liveness probe\'s restart kills the container fails with no output, on either agent when the two meet',
+  },
 ];
 
 function container(p: V1Pod, name: string) {
