@@ -153,19 +153,19 @@ export class StatsProvider {
     const nodeUsage = opts.cgroups.read('/');
     const podsUsage = opts.cgroups.read(opts.cgroupPath(join('/', opts.cgroupRoot, 'kubepods')));
     const statsById = new Map(containerStats.map((s) => [s.id, s]));
-    // The pods' volumes are measured in a full summary only.
-    const podsByUid = fsInfo && new Map(opts.pods().map((p) => [p.metadata?.uid ?? '', p]));
+    const podsByUid = podsByUidOf(opts.pods());
     const ready = statsSandboxes(listing);
     const partial = await Promise.all(
       ready.map(({ sandbox, containers }) => {
         const m = sandbox.metadata;
         const head = { podRef: { name: m.name, namespace: m.namespace, uid: m.uid }, startTime: apiTime(sandbox.createdAt) };
-        if (!fsInfo || !podsByUid) return { ...head, containers: containers.map((c) => this.containerCpuAndMemory(c, statsById.get(c.id), now)) };
+        // The pods' volumes and filesystems are measured in a full summary only.
+        if (!fsInfo) return { ...head, containers: containers.map((c) => this.containerCpuAndMemory(c, statsById.get(c.id), now)) };
         return this.podFsSummary(head, containers, statsById, podsByUid.get(m.uid), fsInfo);
       }),
     );
     // Pods not sampled yet (new ones) are read now; the others' cgroup figures are housekeeping's latest.
-    await this.sample(ready, false);
+    await this.sample(ready, false, podsByUid);
     const pods = ready.map(({ sandbox }, i): PodSummary => {
       const sample = this.samples.get(sandbox.id);
       const { cpu, memory, ...rest } = sample ? podSampleStats(sample, opts.memoryCapacityBytes) : {};
@@ -265,11 +265,11 @@ export class StatsProvider {
   }
 
   /** Takes the samples the housekeeping plan asks for (a round: every pod; a scrape: the new ones), a few pods per turn. */
-  private async sample(sandboxes: StatsSandbox[], round: boolean): Promise<void> {
+  private async sample(sandboxes: StatsSandbox[], round: boolean, podsByUid?: Map<string, V1Pod>): Promise<void> {
     const plan = housekeepingPlan(sandboxes, this.samples, round);
     for (const id of plan.drop) this.samples.delete(id);
     if (plan.read.length === 0) return;
-    const podsByUid = new Map(this.opts.pods().map((p) => [p.metadata?.uid ?? '', p]));
+    podsByUid ??= podsByUidOf(this.opts.pods());
     for (let i = 0; i < plan.read.length; i++) {
       if (i > 0 && i % podsPerTurn === 0) await nextTurn();
       const entry = plan.read[i]!;
@@ -380,4 +380,8 @@ function opt<K extends string>(key: K, value: number | undefined): Partial<Recor
 
 function optional<K extends string, V>(key: K, value: V | undefined): Partial<Record<K, V>> {
   return value === undefined ? {} : ({ [key]: value } as Partial<Record<K, V>>);
+}
+
+function podsByUidOf(pods: V1Pod[]): Map<string, V1Pod> {
+  return new Map(pods.map((p) => [p.metadata?.uid ?? '', p]));
 }
