@@ -16,6 +16,7 @@ export default {
       transform: {},
       roots: ['<rootDir>/dist/test/integration'],
       testMatch: ['**/*.test.js'],
+      globalSetup: '<rootDir>/dist/test/integration/global-setup.js',
     },
   ],
 };

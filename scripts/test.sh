@@ -33,22 +33,6 @@ cleanup() {
 trap cleanup EXIT
 # The rig first: it installs what a bare Debian lacks, the CA certificates Go's module downloads need among them.
 ((vm_only)) || bash scripts/runtime.sh up
-# The test registries of a run that was killed (test/integration/helpers/registry.ts: each leaves a hosts.toml directory
-# 127.0.0.1:<port> in the rig's certs.d and the images pulled from it until its stop()): gone before any test, so that
-# no test meets their references to images it also uses (containerd reports a container's image by the image's first
-# repo digest, which would then be the registry's).
-sweep_test_registries() {
-  local dir host
-  for dir in /etc/nodelet/containerd/certs.d/127.0.0.1:*; do
-    [[ -d $dir ]] || continue
-    host=${dir##*/}
-    ctr -a /run/nodelet/containerd/containerd.sock -n k8s.io images ls -q | awk -v prefix="$host/" 'index($0, prefix) == 1' | xargs -r \
-      ctr -a /run/nodelet/containerd/containerd.sock -n k8s.io images rm >/dev/null
-    rm -rf "$dir"
-    printf 'test: removed the leftovers of test registry %s\n' "$host" >&2
-  done
-}
-((vm_only)) || sweep_test_registries
 # What only the tests use, none of it in a minimal Debian 12: curl, the image registry the tests pull from
 # (docker-registry: distribution v2.8) and htpasswd for its basic auth (apache2-utils).
 log() { printf 'test: %s\n' "$*" >&2; }

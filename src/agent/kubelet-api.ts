@@ -149,7 +149,7 @@ export async function createKubeletApi(deps: KubeletApiDeps): Promise<KubeletSer
     log,
   });
   // As kubelet's cAdvisor: the pods are sampled from the start, so the first scrape (metrics-server's) has rates.
-  void stats.run(deps.signal);
+  void stats.run(deps.signal).catch((err: unknown) => log.error({ err }, 'Pod stats housekeeping stopped'));
   const server = new KubeletServer({
     nodeName: deps.nodeName,
     address: k.address,

@@ -9,9 +9,9 @@
 //   const digest = await registry.push(busybox, 'nodelet/private:1');   // ctr images push, with --user when auth is on
 //   await registry.upload('nodelet/big:1', await randomImageLayers(5, 10 << 20));   // a new image, by the HTTP API
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, type WriteStream } from 'node:fs';
+import { createWriteStream, existsSync, type WriteStream } from 'node:fs';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -152,6 +152,19 @@ async function trustRegistryHost(host: string, caFile: string): Promise<void> {
   // missing tag reads "not found", not a TLS error.
   const trust = `capabilities = ["pull", "resolve", "push"]\nca = "${caFile}"\n`;
   await writeFile(join(hostsDir, 'hosts.toml'), `server = "https://${host}"\n${trust}\n[host."https://${host}"]\n${trust}`);
+}
+
+/**
+ * What the registries of a killed test run left (each keeps its hosts.toml and the images pulled from it until its
+ * stop()): removed, so that no test meets their references to images it also uses (containerd reports a container's
+ * image by the image's first repo digest, which would then be the registry's). Returns the hosts it removed.
+ */
+export async function forgetLeftoverRegistries(): Promise<string[]> {
+  // The VM test alone runs without the rig: nothing of it is touched then.
+  if (!existsSync(containerdSocket)) return [];
+  const hosts = (await readdir(registryHostsDir).catch(() => [] as string[])).filter((h) => h.startsWith('127.0.0.1:'));
+  for (const host of hosts) await forgetRegistryHost(host);
+  return hosts;
 }
 
 /** Removes what containerd holds of a registry host: the images pulled from it, and its hosts.toml. */
