@@ -1,5 +1,5 @@
 #!/bin/sh
-":" //; node="$(dirname "$(readlink -f "$0")")/../node_modules/node/bin/node"; [ -x "$node" ] || { echo "nodelet: the project's Node is missing at $node (run npm ci in $(dirname "$(readlink -f "$0")")/..)" >&2; exit 127; }; MALLOC_ARENA_MAX=2 exec "$node" --max-semi-space-size=1 --max-old-space-size=512 --no-concurrent-recompilation "$0" "$@"
+":" //; node="$(dirname "$(readlink -f "$0")")/../node_modules/node/bin/node"; [ -x "$node" ] || { echo "nodelet: the project's Node is missing at $node (run npm ci in $(dirname "$(readlink -f "$0")")/..)" >&2; exit 127; }; MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=32768 exec "$node" --max-semi-space-size=1 --max-old-space-size=512 --no-concurrent-recompilation --no-sparkplug "$0" "$@"
 // Entry point: the compiled CLI lives in dist/ (built by `npm ci` through the prepare script).
 // Run as a program, this file is first read by sh (the line above): it starts the Node the project pins through npm
 // (node_modules/node), never whatever `node` comes first on PATH (the system's may be end-of-life, a bare machine or a
@@ -9,7 +9,10 @@
 // 30 MB with 110 pods) makes V8 grow it by at most about 1.3x its live size between full collections instead of up to
 // 4x: back-to-back stats scrapes then leave RSS where it was (120 MB, not 160-190 MB, with 110 pods), for a few ms more
 // of collection per scrape. Two malloc arenas keep the threads' native
-// allocations from fragmenting into more. Optimizing compiles run on the main thread: on a background
+// allocations from fragmenting into more, and a fixed 32 KB mmap threshold returns larger blocks to the kernel when freed
+// (glibc otherwise raises the threshold as they are freed and keeps them: 1.3 MB under probe load). No Sparkplug
+// baseline code: under probe load it is 2-4 MB of code space for little (the interpreter, Maglev and TurboFan remain).
+// V8's memory saver mode is switched at run time by src/agent/heap-mode.ts. Optimizing compiles run on the main thread: on a background
 // thread their zone memory (6-9 MB when a burst of pod stops makes the teardown paths hot) stays in that
 // thread's malloc arena after the job. Run this file directly so all of these apply.
 import '../dist/src/cli/main.js';

@@ -326,12 +326,14 @@ write_configs() {
 # compile_c SRC BIN WHAT: (re)builds BIN from the C file SRC when SRC is newer or differs from what was compiled last (a
 # checkout can carry older mtimes).
 compile_c() {
-  local src=$1 bin=$2 what=$3 src_sha
-  src_sha=$(sha256_of "$src")
+  local src=$1 bin=$2 what=$3 src_sha flags=(-O2 -Wall -static)
+  # Static: no dynamic loader at each start (the CNI shim runs twice per pod) and the spawn helper's RSS ~0.4 MB less.
+  # The flags are part of the key, so a binary built with others is rebuilt.
+  src_sha="$(sha256_of "$src") ${flags[*]}"
   [[ -x $bin && ! $src -nt $bin && "$(cat "$bin.src-sha256" 2>/dev/null)" == "$src_sha" ]] && return 0
   log "compiling $what $src..."
   mkdir -p "$(dirname "$bin")"
-  gcc -O2 -Wall -o "$bin.tmp.$$" "$src" >&2 || {
+  gcc "${flags[@]}" -o "$bin.tmp.$$" "$src" >&2 || {
     rm -f "$bin.tmp.$$"
     die "compiling $src failed"
   }

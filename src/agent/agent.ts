@@ -16,6 +16,7 @@ import { BusctlSystemdUnits, PodCgroupManager } from '../host/cgroups.js';
 import { isSwapOn } from '../host/swap.js';
 import { cgroupDriverFromStatusInfo, contentStoreDirFromStatusInfo, sandboxImageFromStatusInfo, networkNotReadyError, type CgroupDriver } from '../cri/runtime-info.js';
 import { runHealthzServer } from './healthz.js';
+import { runHeapMode } from './heap-mode.js';
 import { resolvConfLimitWarning } from '../execution/dns.js';
 import { hostFilesystem } from '../host/filesystem.js';
 import { DirectProgramRunner, SpawnHelperRunner } from '../host/program-runner.js';
@@ -361,6 +362,7 @@ export class Agent {
         networkConfig.watch(signal, () => workers.wakeAll()),
         runHealthzServer({ address: config.kubelet.healthzBindAddress, port: config.kubelet.healthzPort, log }, signal),
         imageGC.run(signal),
+        runHeapMode({ clock, log }, signal),
       ]);
     } finally {
       workers.stop();

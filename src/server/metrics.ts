@@ -1,8 +1,22 @@
 // kubelet's Prometheus metrics with prom-client: /metrics (kubelet_*, process_* and nodejs_*) and /metrics/probes
 // (prober_*), with kubelet v1.32's names, help texts, types, labels and buckets (pkg/kubelet/metrics, pkg/kubelet/prober).
-import { collectDefaultMetrics, Counter, exponentialBuckets, Gauge, Histogram, Registry } from 'prom-client';
+import { createRequire } from 'node:module';
+import type * as PromClient from 'prom-client';
 import type { ContainerStateLabel, ContainerTypeLabel, NodeMetrics, PodWorkerOperation, ProbeMetricTarget } from '../core/metrics.js';
 import type { ProbeType } from '../core/probe-results.js';
+
+// prom-client's own modules, not its index: the index also loads the Summary (tdigest), the Pushgateway (http, https)
+// and the cluster aggregator (node:cluster), which nodelet never uses: 1 MB of the agent's heap for good.
+const requirePromClient = createRequire(import.meta.url);
+const Counter = requirePromClient('prom-client/lib/counter') as typeof PromClient.Counter;
+const Gauge = requirePromClient('prom-client/lib/gauge') as typeof PromClient.Gauge;
+const Histogram = requirePromClient('prom-client/lib/histogram') as typeof PromClient.Histogram;
+const Registry = requirePromClient('prom-client/lib/registry') as typeof PromClient.Registry;
+const { exponentialBuckets } = requirePromClient('prom-client/lib/bucketGenerators') as Pick<typeof PromClient, 'exponentialBuckets'>;
+const collectDefaultMetrics = requirePromClient('prom-client/lib/defaultMetrics') as typeof PromClient.collectDefaultMetrics;
+type Counter<T extends string = string> = PromClient.Counter<T>;
+type Gauge<T extends string = string> = PromClient.Gauge<T>;
+type Histogram<T extends string = string> = PromClient.Histogram<T>;
 
 /** Prometheus' (and component-base's) DefBuckets. */
 const defBuckets = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
