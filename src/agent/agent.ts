@@ -16,7 +16,7 @@ import { BusctlSystemdUnits, PodCgroupManager } from '../host/cgroups.js';
 import { isSwapOn } from '../host/swap.js';
 import { cgroupDriverFromStatusInfo, contentStoreDirFromStatusInfo, sandboxImageFromStatusInfo, networkNotReadyError, type CgroupDriver } from '../cri/runtime-info.js';
 import { runHealthzServer } from './healthz.js';
-import { runHeapMode } from './heap-mode.js';
+import { HeapMode } from './heap-mode.js';
 import { resolvConfLimitWarning } from '../execution/dns.js';
 import { hostFilesystem } from '../host/filesystem.js';
 import { DirectProgramRunner, SpawnHelperRunner } from '../host/program-runner.js';
@@ -273,6 +273,7 @@ export class Agent {
     // The kubelet API (port 10250): logs, exec, attach, port-forward for kubectl through the API server.
     let lastRelist: number | undefined;
     let lastSnapshot: NodeRuntimeSnapshot | undefined;
+    const heapMode = new HeapMode({ clock, log });
     const kubeletApi = await createKubeletApi({
       config,
       nodeName: node,
@@ -285,6 +286,7 @@ export class Agent {
       podCgroups,
       memoryCapacityBytes: Number(machine.memoryCapacityBytes),
       syncLoopEntry: () => lastRelist,
+      onStatsScrape: () => heapMode.busy(),
       clock,
       log,
       signal,
@@ -362,7 +364,7 @@ export class Agent {
         networkConfig.watch(signal, () => workers.wakeAll()),
         runHealthzServer({ address: config.kubelet.healthzBindAddress, port: config.kubelet.healthzPort, log }, signal),
         imageGC.run(signal),
-        runHeapMode({ clock, log }, signal),
+        heapMode.run(signal),
       ]);
     } finally {
       workers.stop();

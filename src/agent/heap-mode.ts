@@ -60,25 +60,47 @@ function eventLoopUtilizationSampler(): () => number {
  */
 export const setV8MemorySaverMode = (saving: boolean) => setFlagsFromString(saving ? '--memory-saver-mode' : '--no-memory-saver-mode');
 
-/** Samples the event loop until the signal aborts, switching the saver mode on and off; leaves it off at the end. */
-export async function runHeapMode(deps: HeapModeDeps, signal: AbortSignal): Promise<void> {
-  const policy = deps.policy ?? defaultHeapModePolicy;
-  const utilization = deps.utilization ?? eventLoopUtilizationSampler();
-  const setSaving = deps.setSaving ?? setV8MemorySaverMode;
-  let state = initialHeapModeState;
-  try {
-    while (!signal.aborted) {
-      await deps.clock.sleep(policy.sampleMs, signal);
-      if (signal.aborted) break;
-      const sampled = utilization();
-      const next = nextHeapMode(state, sampled, policy);
-      if (next.saving !== state.saving) {
-        setSaving(next.saving);
-        deps.log.debug({ memorySaver: next.saving, eventLoopUtilization: Math.round(sampled * 1000) / 1000 }, next.saving ? 'Agent quiet: V8 memory saver mode on' : 'Agent busy: V8 memory saver mode off');
+/**
+ * The mode's switch: sampled every second from the event loop, and told of work that allocates much per unit of CPU
+ * (a stats scrape waits on the runtime most of its time, so its loop utilization stays low while its collections,
+ * in the saver mode, cost it half again).
+ */
+export class HeapMode {
+  private state = initialHeapModeState;
+  private readonly policy: HeapModePolicy;
+  private readonly setSaving: (saving: boolean) => void;
+
+  constructor(private readonly deps: HeapModeDeps) {
+    this.policy = deps.policy ?? defaultHeapModePolicy;
+    this.setSaving = deps.setSaving ?? setV8MemorySaverMode;
+  }
+
+  /** Allocation-heavy work starts: the saver mode off now, and on again only after the quiet samples. */
+  busy(): void {
+    this.update({ saving: false, quietSamples: 0 }, undefined);
+  }
+
+  /** Samples the event loop until the signal aborts; leaves the saver mode off at the end. */
+  async run(signal: AbortSignal): Promise<void> {
+    const utilization = this.deps.utilization ?? eventLoopUtilizationSampler();
+    try {
+      while (!signal.aborted) {
+        await this.deps.clock.sleep(this.policy.sampleMs, signal);
+        if (signal.aborted) break;
+        const sampled = utilization();
+        this.update(nextHeapMode(this.state, sampled, this.policy), sampled);
       }
-      state = next;
+    } finally {
+      this.busy();
     }
-  } finally {
-    if (state.saving) setSaving(false);
+  }
+
+  private update(next: HeapModeState, utilization: number | undefined): void {
+    if (next.saving !== this.state.saving) {
+      this.setSaving(next.saving);
+      const fields = { memorySaver: next.saving, ...(utilization === undefined ? {} : { eventLoopUtilization: Math.round(utilization * 1000) / 1000 }) };
+      this.deps.log.debug(fields, next.saving ? 'Agent quiet: V8 memory saver mode on' : 'Agent busy: V8 memory saver mode off');
+    }
+    this.state = next;
   }
 }

@@ -39,6 +39,8 @@ export interface KubeletApiDeps {
   memoryCapacityBytes: number;
   /** When the sync loop (the relist) last ran. */
   syncLoopEntry: () => number | undefined;
+  /** A stats scrape (/stats/summary, /metrics/resource) starts. */
+  onStatsScrape?: () => void;
   clock: Clock;
   log: Logger;
   /** Ends the serving certificate's manager (serverTLSBootstrap) and the stats housekeeping. */
@@ -168,7 +170,10 @@ export async function createKubeletApi(deps: KubeletApiDeps): Promise<KubeletSer
     listedContainers: () => deps.runtimeListing()?.containers,
     configz: () => configz(k),
     metrics: deps.metrics,
-    stats: { summary: () => stats.summary(), cpuAndMemory: () => stats.cpuAndMemory() },
+    stats: {
+      summary: () => (deps.onStatsScrape?.(), stats.summary()),
+      cpuAndMemory: () => (deps.onStatsScrape?.(), stats.cpuAndMemory()),
+    },
     healthChecks: [pingCheck, logCheck(process.stdout, clock.now), syncLoopCheck(deps.syncLoopEntry, config.syncFrequencyMs, clock.now)],
     clock,
     log,

@@ -2,7 +2,7 @@
 import { pino } from 'pino';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { defaultHeapModePolicy, initialHeapModeState, nextHeapMode, runHeapMode } from '../../../src/agent/heap-mode.js';
+import { defaultHeapModePolicy, HeapMode, initialHeapModeState, nextHeapMode } from '../../../src/agent/heap-mode.js';
 import { FakeClock } from '../core/fake-clock.js';
 
 const policy = defaultHeapModePolicy;
@@ -30,25 +30,44 @@ describe('the next heap mode', () => {
 });
 
 describe('the heap mode loop', () => {
-  test('switches the saver mode on when quiet, off when busy, and off when it stops', async () => {
+  const loop = (samples: number[]) => {
     const clock = new FakeClock();
-    const samples = [0.02, 0.02, 0.02, 0.02, 0.02, 0.03, 0.6, 0.5, 0.01, 0.01, 0.01, 0.01, 0.01];
     const switched: Array<[number, boolean]> = [];
-    const ac = new AbortController();
-    const done = runHeapMode({
+    const mode = new HeapMode({
       clock,
       log: pino({ level: 'silent' }),
       utilization: () => samples.shift() ?? 0,
-      setSaving: (saving) => switched.push([clock.now(), saving]),
+      setSaving: (saving) => switched.push([clock.now() - t0, saving]),
       policy,
-    }, ac.signal);
+    });
     const t0 = clock.now();
+    const ac = new AbortController();
+    const done = mode.run(ac.signal);
+    return { clock, switched, mode, stop: async () => (ac.abort(), await done) };
+  };
+
+  test('switches the saver mode on when quiet, off when busy, and off when it stops', async () => {
+    const { clock, switched, stop } = loop([0.02, 0.02, 0.02, 0.02, 0.02, 0.03, 0.6, 0.5, 0.01, 0.01, 0.01, 0.01, 0.01]);
     await clock.advance(13 * policy.sampleMs);
     // On at the 5th quiet second, off at the busy 7th, on again after five quiet ones (the 13th).
-    expect(switched).toEqual([[t0 + 5_000, true], [t0 + 7_000, false], [t0 + 13_000, true]]);
-    ac.abort();
-    await done;
-    expect(switched.at(-1)).toEqual([t0 + 13_000, false]);
+    expect(switched).toEqual([[5_000, true], [7_000, false], [13_000, true]]);
+    await stop();
+    expect(switched.at(-1)).toEqual([13_000, false]);
+  });
+
+  test('work marked busy (a stats scrape) turns it off at once, whatever the loop utilization, until quiet again', async () => {
+    const { clock, switched, mode, stop } = loop([]);
+    await clock.advance(6 * policy.sampleMs);
+    expect(switched).toEqual([[5_000, true]]);
+    await clock.advance(500);
+    mode.busy();
+    mode.busy();
+    expect(switched).toEqual([[5_000, true], [6_500, false]]);
+    await clock.advance(4 * policy.sampleMs);
+    expect(switched).toHaveLength(2);
+    await clock.advance(policy.sampleMs);
+    expect(switched.at(-1)).toEqual([11_000, true]);
+    await stop();
   });
 
   test('the switch takes effect in the running isolate: the same allocations peak at a much smaller heap with the saver mode on', async () => {
