@@ -58,7 +58,7 @@ function eventLoopUtilizationSampler(): () => number {
  * V8 reads the flag at each collection's heuristics; Node leaves V8's flags unfrozen after start, so this takes effect
  * for the running isolate (a flag that only sizes the heap's growth, not one that changes generated code).
  */
-export const setV8MemorySaverMode = (saving: boolean) => setFlagsFromString(saving ? '--memory-saver-mode' : '--no-memory-saver-mode');
+const setV8MemorySaverMode = (saving: boolean) => setFlagsFromString(saving ? '--memory-saver-mode' : '--no-memory-saver-mode');
 
 /**
  * The mode's switch: sampled every second from the event loop, and told of work that allocates much per unit of CPU
