@@ -2,7 +2,7 @@
 // Quiet is the usual state of a node (relists, probes, heartbeats: a few % of one core), and there the saver mode keeps
 // the heap near its live size (collections sooner, pages compacted): about 7 MB less RSS under 30 probed pods and
 // half the RSS after a 110-pod burst. While pods start or stop in numbers, or stats are scraped back to back, the same
-// mode costs a quarter more CPU per pod and start-up latency, so it is off then. Chrome switches the mode the same way.
+// mode costs a quarter more CPU per pod and start-up latency, so it is off then.
 import { performance } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
 import type { Clock } from '../core/clock.js';
@@ -37,7 +37,7 @@ export function nextHeapMode(state: HeapModeState, utilization: number, policy: 
 export interface HeapModeDeps {
   clock: Clock;
   log: Logger;
-  /** The event loop's utilization since the previous call (the first call: since the process started). */
+  /** The event loop's utilization since the previous call (the first call: since the sampler was made). */
   utilization?: () => number;
   /** Switches V8's memory saver mode. */
   setSaving?: (saving: boolean) => void;
