@@ -1,7 +1,7 @@
 // The soak's accounting of what pods leave on the host: a snapshot of every kind of object a pod makes, and the
 // difference between two snapshots (what the later one holds that the earlier one did not).
 import { execFile } from 'node:child_process';
-import { readdirSync, readFileSync, readlinkSync, statSync, type Dirent } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync, statSync, type Dirent } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { CriClient } from '../src/cri/client.js';
@@ -139,6 +139,8 @@ function processes(scope: Scope): string[] {
 }
 
 async function veths(bridge: string): Promise<string[]> {
+  // The agent makes its bridge on the first pod's ADD: before that (a fresh machine) no veth can be on it.
+  if (!existsSync(`/sys/class/net/${bridge}`)) return [];
   const { stdout } = await run('ip', ['-o', 'link', 'show', 'master', bridge, 'type', 'veth']);
   return stdout.split('\n').filter(Boolean).map((l) => l.split(':')[1]!.trim().split('@')[0]!);
 }
