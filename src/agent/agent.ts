@@ -112,7 +112,7 @@ export class Agent {
     const cgroupfs = await PodCgroupManager.detect(config.kubelet.cgroupRoot);
     const node = nodeName(config.hostnameOverride);
     const metrics = new KubeletMetrics(node, clock.now);
-    const runtime = instrumentRuntime(new CriClient(config.runtimeEndpoint, { requestTimeoutMs: config.runtimeRequestTimeoutMs }), metrics);
+    const runtime = instrumentRuntime(new CriClient(config.runtimeEndpoint, { requestTimeoutMs: config.runtimeRequestTimeoutMs, log }), metrics);
     // The runtime's driver, when it is up now (nodelet starts without a runtime; pods wait for it).
     const runtimeDriver = await runtime.statusInfo({ signal, timeoutMs: 2_000 }).then(cgroupDriverFromStatusInfo, (err: unknown) => {
       log.warn({ err }, 'Container runtime not reachable: using cgroupDriver from the configuration');

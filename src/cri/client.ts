@@ -1,7 +1,8 @@
 // CRI client: RuntimeService and ImageService (runtime.v1) over the container runtime's unix socket via gRPC.
 import { fileURLToPath } from 'node:url';
-import { Client, credentials, type ServiceError } from '@grpc/grpc-js';
+import { Client, credentials, Metadata, type ServiceError } from '@grpc/grpc-js';
 import { loadSync, type MethodDefinition } from '@grpc/proto-loader';
+import type { Logger } from '../core/log.js';
 import { CriError, isNotFound, toCriError } from './errors.js';
 import type {
   AuthConfig,
@@ -37,7 +38,9 @@ import type {
 } from './types.js';
 
 // dist/src/cri/client.js -> <repo>/proto (the same relative path holds for src/cri/client.ts).
-const PROTO_PATH = fileURLToPath(new URL('../../../proto/runtime/v1/api.proto', import.meta.url));
+const PROTO_DIR = new URL('../../../proto/', import.meta.url);
+const CRI_PROTO = { path: fileURLToPath(new URL('runtime/v1/api.proto', PROTO_DIR)), services: ['runtime.v1.RuntimeService', 'runtime.v1.ImageService'] };
+const TASKS_PROTO = { path: fileURLToPath(new URL('containerd/services/tasks/v1/tasks.proto', PROTO_DIR)), services: ['containerd.services.tasks.v1.Tasks'] };
 
 /** Default deadlines; a call's CallOptions.timeoutMs replaces the computed deadline. */
 export const DEFAULT_TIMEOUTS = {
@@ -55,6 +58,8 @@ export interface CriClientOptions {
   requestTimeoutMs?: number;
   readTimeoutMs?: number;
   pullTimeoutMs?: number;
+  /** Where the client says that it removed a task containerd left behind (see STRANDED_TASK). */
+  log?: Logger;
 }
 
 // Like kubelet: 16 MiB responses (ListContainers on a busy node exceeds gRPC's 4 MiB default) and a quick
@@ -69,21 +74,32 @@ const CHANNEL_OPTIONS = {
 const CRI_API_VERSION = 'v1';
 
 type Method = MethodDefinition<object, unknown>;
-let methods: Map<string, Method> | undefined;
+const loaded = new Map<string, Map<string, Method>>();
 
-/** Loads the proto once per process, on first use. Keys are CRI method names ("ContainerStatus"). */
-function method(name: string): Method {
+/** A method of a proto's services, the proto loaded once per process on first use ("ContainerStatus" of CRI_PROTO). */
+function method(proto: { path: string; services: string[] }, name: string): Method {
+  let methods = loaded.get(proto.path);
   if (methods === undefined) {
-    const pkg = loadSync(PROTO_PATH, { keepCase: false, longs: Number, enums: String, defaults: true });
+    const pkg = loadSync(proto.path, { keepCase: false, longs: Number, enums: String, defaults: true });
     methods = new Map();
-    for (const service of ['runtime.v1.RuntimeService', 'runtime.v1.ImageService']) {
+    for (const service of proto.services) {
       for (const [rpc, def] of Object.entries(pkg[service] as Record<string, Method>)) methods.set(rpc, def);
     }
+    loaded.set(proto.path, methods);
   }
   const def = methods.get(name);
-  if (def === undefined) throw new Error(`CRI method ${name} is not in ${PROTO_PATH}`);
+  if (def === undefined) throw new Error(`method ${name} is not in ${proto.path}`);
   return def;
 }
+
+// containerd answers RemoveContainer and RemovePodSandbox with this when a container it reports EXITED still has a task:
+// a StartContainer whose client went away between the task's create and its start (an agent killed then) leaves the
+// task CREATED, its `runc init` waiting, and no CRI call removes it (containerd/containerd#11037, in 1.6 and 2.x). CRI
+// says a container being removed is removed by force if it runs, so the client completes what RemoveContainer
+// promises through containerd's own task service on the same socket, in the namespace its CRI plugin uses.
+const STRANDED_TASK = /cannot delete running task ([0-9a-f]{64})/;
+const CONTAINERD_CRI_NAMESPACE = 'k8s.io';
+const SIGKILL = 9;
 
 /** Turns a kubelet-style --container-runtime-endpoint ("unix:///path" or a bare "/path") into a gRPC target. */
 export function grpcTarget(endpoint: string): string {
@@ -94,7 +110,8 @@ export function grpcTarget(endpoint: string): string {
 
 export class CriClient implements RuntimeService, ImageService, StreamingService, StatsService {
   readonly target: string;
-  private readonly timeouts: Required<CriClientOptions>;
+  private readonly timeouts: Required<Omit<CriClientOptions, 'log'>>;
+  private readonly log: Logger | undefined;
   private grpc: Client | undefined;
   private closed = false;
 
@@ -106,6 +123,7 @@ export class CriClient implements RuntimeService, ImageService, StreamingService
       readTimeoutMs: options.readTimeoutMs ?? DEFAULT_TIMEOUTS.readMs,
       pullTimeoutMs: options.pullTimeoutMs ?? DEFAULT_TIMEOUTS.pullMs,
     };
+    this.log = options.log;
   }
 
   /** Closes the channel; later calls reject with kind Cancelled. */
@@ -155,7 +173,9 @@ export class CriClient implements RuntimeService, ImageService, StreamingService
 
   async removePodSandbox(podSandboxId: string, opts?: CallOptions): Promise<void> {
     // containerd already treats an absent sandbox as removed; the contract holds for runtimes that do not.
-    await this.call('RemovePodSandbox', { podSandboxId }, this.timeouts.requestTimeoutMs, opts).catch(ignoreNotFound);
+    await this.removingStrandedTask(() => this.call('RemovePodSandbox', { podSandboxId }, this.timeouts.requestTimeoutMs, opts), opts).catch(
+      ignoreNotFound,
+    );
   }
 
   async podSandboxStatus(podSandboxId: string, verbose = false, opts?: CallOptions): Promise<PodSandboxStatus> {
@@ -229,7 +249,42 @@ export class CriClient implements RuntimeService, ImageService, StreamingService
   }
 
   async removeContainer(containerId: string, opts?: CallOptions): Promise<void> {
-    await this.call('RemoveContainer', { containerId }, this.timeouts.requestTimeoutMs, opts).catch(ignoreNotFound);
+    await this.removingStrandedTask(() => this.call('RemoveContainer', { containerId }, this.timeouts.requestTimeoutMs, opts), opts).catch(
+      ignoreNotFound,
+    );
+  }
+
+  /** Runs a removal; when containerd refuses it over a STRANDED_TASK, removes that task and runs the removal again. */
+  private async removingStrandedTask(remove: () => Promise<unknown>, opts: CallOptions | undefined): Promise<void> {
+    try {
+      await remove();
+    } catch (err) {
+      const containerId = err instanceof CriError ? STRANDED_TASK.exec(err.description)?.[1] : undefined;
+      if (containerId === undefined || !(await this.deleteStrandedTask(containerId, opts))) throw err;
+      await remove();
+    }
+  }
+
+  /** Kills and deletes the task of a container CRI reports EXITED; false when the container is anything else. */
+  private async deleteStrandedTask(containerId: string, opts: CallOptions | undefined): Promise<boolean> {
+    const status = await this.containerStatus(containerId, false, opts).catch(() => undefined);
+    if (status?.state !== 'CONTAINER_EXITED') return false;
+    const namespace = new Metadata();
+    namespace.set('containerd-namespace', CONTAINERD_CRI_NAMESPACE);
+    const tasks = (name: string, request: object, timeoutMs: number) => this.call(name, request, timeoutMs, opts, TASKS_PROTO, namespace);
+    // The task may have gone by itself meanwhile; Delete says whether anything is left.
+    await tasks('Kill', { containerId, signal: SIGKILL }, this.timeouts.requestTimeoutMs).catch(() => undefined);
+    await tasks('Wait', { containerId }, 10_000).catch(() => undefined);
+    await tasks('Delete', { containerId }, this.timeouts.requestTimeoutMs).catch(ignoreNotFound);
+    this.log?.warn(
+      {
+        pod: `${status.labels['io.kubernetes.pod.namespace'] ?? ''}/${status.labels['io.kubernetes.pod.name'] ?? ''}`,
+        container: status.metadata.name,
+        containerId,
+      },
+      "Removed the task containerd kept for an exited container (a StartContainer cut short, containerd#11037)",
+    );
+    return true;
   }
 
   async listContainers(filter?: ContainerFilter, opts?: CallOptions): Promise<Container[]> {
@@ -368,7 +423,14 @@ export class CriClient implements RuntimeService, ImageService, StreamingService
   }
 
   /** One unary call with a deadline, cancelled when opts.signal aborts; rejects with CriError. */
-  private call<Res>(name: string, request: object, defaultTimeoutMs: number, opts: CallOptions | undefined): Promise<Res> {
+  private call<Res>(
+    name: string,
+    request: object,
+    defaultTimeoutMs: number,
+    opts: CallOptions | undefined,
+    proto = CRI_PROTO,
+    metadata = new Metadata(),
+  ): Promise<Res> {
     const signal = opts?.signal;
     const deadline = Date.now() + (opts?.timeoutMs ?? defaultTimeoutMs);
     return new Promise<Res>((resolve, reject) => {
@@ -379,12 +441,13 @@ export class CriClient implements RuntimeService, ImageService, StreamingService
       let call: ReturnType<Client['makeUnaryRequest']>;
       const onAbort = (): void => call.cancel();
       try {
-        const def = method(name);
+        const def = method(proto, name);
         call = this.channel().makeUnaryRequest<object, unknown>(
           def.path,
           def.requestSerialize,
           def.responseDeserialize,
           request,
+          metadata,
           { deadline },
           (err: ServiceError | null, response?: unknown) => {
             signal?.removeEventListener('abort', onAbort);
