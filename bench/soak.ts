@@ -51,6 +51,8 @@ const stuckTeardownMs = 120_000;
 const missedDeletionDeadlineMs = 120_000;
 /** The latest a running agent's network garbage collection takes a record it found: its grace period, its period, 10 s to run. */
 const reservationSettleMs = DEFAULT_GC_GRACE_PERIOD_MS + orphanCollectionIntervalMs + 10_000;
+/** The latest a running agent ends a shim containerd forgot: it must see it in two collections a period apart, 10 s to run. */
+const processSettleMs = 2 * orphanCollectionIntervalMs + 10_000;
 
 const soakPhases = ['cycles', 'agent-kills', 'containerd-kills', 'api-away'] as const;
 type SoakPhase = (typeof soakPhases)[number];
@@ -239,11 +241,13 @@ class Soak {
    * What the host holds now that it did not hold `before`, once that stops shrinking: a shim or a plugin exits a moment
    * after the CRI call that ends it returned. Asked again every second, for up to 15 s; a host-local reservation for up
    * to the agent's own collection of it: an agent killed during a CNI ADD leaves its cache record for the next agent's
-   * network garbage collection, which runs every minute and takes records older than its 2-minute grace period.
+   * network garbage collection, which runs every minute and takes records older than its 2-minute grace period; a
+   * process for up to the agent's collection of shims containerd forgot (an agent killed inside a sandbox's CRI call).
    */
   async settledLeaks(before: HostSnapshot): Promise<HostSnapshot> {
     const start = now();
-    const within = (kind: LeakKind) => now() - start <= (kind === 'host-local reservations' ? reservationSettleMs : 15_000);
+    const settleMs: Partial<Record<LeakKind, number>> = { 'host-local reservations': reservationSettleMs, processes: processSettleMs };
+    const within = (kind: LeakKind) => now() - start <= (settleMs[kind] ?? 15_000);
     for (;;) {
       const leaks = leaksBetween(before, await this.snapshot());
       if (leakKinds.every((k) => leaks[k].length === 0 || !within(k))) return leaks;

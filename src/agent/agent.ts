@@ -4,7 +4,7 @@ import { access, mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { LogEventRecorder } from '../controllers/event-recorder.js';
-import { CriClient } from '../cri/client.js';
+import { CriClient, runtimeSocketPath } from '../cri/client.js';
 import { instrumentRuntime } from '../cri/instrumented.js';
 import { KubeletMetrics } from '../server/metrics.js';
 import { PodStartupLatencyTracker } from '../execution/pod-startup-latency.js';
@@ -14,6 +14,7 @@ import { PodNetwork } from '../cni/pod-network.js';
 import { CniShimServer } from '../cni/shim-server.js';
 import { BusctlSystemdUnits, PodCgroupManager } from '../host/cgroups.js';
 import { isSwapOn } from '../host/swap.js';
+import { ForgottenShimCollector } from '../host/runtime-shims.js';
 import { cgroupDriverFromStatusInfo, contentStoreDirFromStatusInfo, sandboxImageFromStatusInfo, networkNotReadyError, type CgroupDriver } from '../cri/runtime-info.js';
 import { runHealthzServer } from './healthz.js';
 import { HeapMode } from './heap-mode.js';
@@ -291,7 +292,8 @@ export class Agent {
       log,
       signal,
     });
-    const housekeeping = new Housekeeping({ clock, log, pods: workers, volumes, podCgroups, podNetwork });
+    const shims = new ForgottenShimCollector(runtimeSocketPath(config.runtimeEndpoint));
+    const housekeeping = new Housekeeping({ clock, log, pods: workers, volumes, podCgroups, podNetwork, shims });
     const imageGC = new ImageGCManager({
       runtime,
       filesystem: filesystemUsage,

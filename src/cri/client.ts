@@ -108,6 +108,11 @@ export function grpcTarget(endpoint: string): string {
   throw new CriError('InvalidArgument', 'Connect', `unsupported CRI endpoint "${endpoint}": expected unix:///path or /path`);
 }
 
+/** The socket path of a CRI endpoint ("unix:///run/x.sock", "unix:/run/x.sock" or "/run/x.sock"). */
+export function runtimeSocketPath(endpoint: string): string {
+  return grpcTarget(endpoint).replace(/^unix:(\/\/)?/, '');
+}
+
 export class CriClient implements RuntimeService, ImageService, StreamingService, StatsService {
   readonly target: string;
   private readonly timeouts: Required<Omit<CriClientOptions, 'log'>>;

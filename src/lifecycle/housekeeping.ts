@@ -1,17 +1,19 @@
 // Housekeeping after each relist (kubelet's HandlePodCleanups): what pods nodelet no longer knows left on the host is
 // removed on a schedule. Their directories every 2 s; their cgroups, once the pod sources have spoken, and the pod
-// network's attachments of vanished sandboxes every minute. A collection never starts while its previous run goes on.
+// network's attachments of vanished sandboxes and the shims containerd forgot every minute. A collection never starts
+// while its previous run goes on.
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/log.js';
 import type { PodNetwork } from '../cni/pod-network.js';
 import type { PodCgroupManager } from '../host/cgroups.js';
+import type { ForgottenShimCollector } from '../host/runtime-shims.js';
 import type { PodVolumeManager } from '../volume/pod-volumes.js';
 import type { PodWorkers } from './pod-workers.js';
 import type { NodeRuntimeSnapshot } from './runtime-observer.js';
 
 /** kubelet's housekeeping period: orphaned pod directories are looked for this often. */
 export const podDirSweepIntervalMs = 2_000;
-/** Orphaned pod cgroups and network attachments are looked for this often. */
+/** Orphaned pod cgroups, network attachments and forgotten shims are looked for this often. */
 export const orphanCollectionIntervalMs = 60_000;
 
 export interface HousekeepingDeps {
@@ -22,6 +24,8 @@ export interface HousekeepingDeps {
   volumes: Pick<PodVolumeManager, 'removeOrphanedPodDirs'>;
   podCgroups: Pick<PodCgroupManager, 'garbageCollect'>;
   podNetwork: Pick<PodNetwork, 'garbageCollect'>;
+  /** The runtime's forgotten shims, when the runtime is containerd on a local socket. */
+  shims?: Pick<ForgottenShimCollector, 'collect'>;
 }
 
 /** One collection: started at most once per interval, never beside its own previous run. */
@@ -44,12 +48,13 @@ export class Housekeeping {
   private readonly podDirs = new Collection(podDirSweepIntervalMs);
   private readonly podCgroups = new Collection(orphanCollectionIntervalMs);
   private readonly podNetwork = new Collection(orphanCollectionIntervalMs);
+  private readonly shims = new Collection(orphanCollectionIntervalMs);
 
   constructor(private readonly deps: HousekeepingDeps) {}
 
   /** After each relist, once the workers have seen it: starts the collections that are due, in the background. */
   afterRelist(snapshot: NodeRuntimeSnapshot, signal: AbortSignal): void {
-    const { clock, log, pods, volumes, podCgroups, podNetwork } = this.deps;
+    const { clock, log, pods, volumes, podCgroups, podNetwork, shims } = this.deps;
     const now = clock.now();
     const isKnown = (uid: string) => pods.isKnown(uid);
     // <root-dir>/pods/<uid> of pods neither desired nor in the runtime (e.g. removed while nodelet was down).
@@ -78,5 +83,19 @@ export class Housekeeping {
         .then((r) => void (r.removed.length && log.info({ removed: r.removed }, 'Released pod network attachments of vanished sandboxes')))
         .catch((err: unknown) => log.warn({ err }, 'Pod network garbage collection failed')),
     );
+    // Shims of tasks the runtime no longer has (see host/runtime-shims.ts).
+    if (shims) {
+      const knownIds = new Set([...snapshot.sandboxes.map((s) => s.id), ...snapshot.containers.map((c) => c.id)]);
+      this.shims.startIfDue(now, () =>
+        shims
+          .collect(knownIds)
+          .then((ended) => {
+            for (const shim of ended) {
+              log.warn({ pid: shim.pid, taskId: shim.id }, 'Ended a containerd shim containerd had forgotten (its task and bundle removed, containerd#7496)');
+            }
+          })
+          .catch((err: unknown) => log.warn({ err }, 'Collecting forgotten containerd shims failed')),
+      );
+    }
   }
 }

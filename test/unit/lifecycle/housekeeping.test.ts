@@ -1,5 +1,5 @@
 // Housekeeping's schedule on a fake clock: pod directories every 2 s, pod cgroups (once the sources have spoken) and
-// network attachments every minute, none beside its own previous run.
+// network attachments and forgotten shims every minute, none beside its own previous run.
 import { pino } from 'pino';
 import type { GarbageCollectReport } from '../../../src/cni/executor.js';
 import { Housekeeping, orphanCollectionIntervalMs, podDirSweepIntervalMs, type HousekeepingDeps } from '../../../src/lifecycle/housekeeping.js';
@@ -22,6 +22,8 @@ function setup() {
   const cgroups = pending({ removed: [] as string[], failed: [] as { uid: string; error: string }[] });
   const network = pending<GarbageCollectReport>({ removed: [], failed: [] });
   const networkSandboxes: string[][] = [];
+  const shims = pending<[]>([]);
+  const shimKnownIds: string[][] = [];
   const pods = { desiredPodsKnown: false, isKnown: (_uid: string) => true };
   const deps: HousekeepingDeps = {
     clock,
@@ -33,6 +35,12 @@ function setup() {
       garbageCollect: (ids: Set<string>) => {
         networkSandboxes.push([...ids]);
         return network.run();
+      },
+    },
+    shims: {
+      collect: (ids: ReadonlySet<string>) => {
+        shimKnownIds.push([...ids]);
+        return shims.run();
       },
     },
   };
@@ -49,9 +57,10 @@ function setup() {
     dirs.finishAll();
     cgroups.finishAll();
     network.finishAll();
+    shims.finishAll();
     await settle();
   };
-  return { clock, dirs, cgroups, network, networkSandboxes, pods, housekeeping, snapshot, signal, relistAt, finishAll };
+  return { clock, dirs, cgroups, network, networkSandboxes, shims, shimKnownIds, pods, housekeeping, snapshot, signal, relistAt, finishAll };
 }
 
 test('the first relist sweeps pod directories and the pod network; cgroups wait until the desired pods are known', async () => {
@@ -77,7 +86,7 @@ test(`pod directories are swept at most every ${podDirSweepIntervalMs} ms`, asyn
   expect(t.dirs.calls).toHaveLength(3); // at 0, 2 000 and 4 000
 });
 
-test(`cgroups and network attachments are collected at most every ${orphanCollectionIntervalMs} ms`, async () => {
+test(`cgroups, network attachments and forgotten shims are collected at most every ${orphanCollectionIntervalMs} ms`, async () => {
   const t = setup();
   t.pods.desiredPodsKnown = true;
   for (const at of [0, 30_000, 59_999, 60_000, 90_000, 120_000]) {
@@ -86,6 +95,14 @@ test(`cgroups and network attachments are collected at most every ${orphanCollec
   }
   expect(t.cgroups.calls).toHaveLength(3);
   expect(t.networkSandboxes).toEqual([['s0'], ['s60000'], ['s120000']]);
+  expect(t.shimKnownIds).toEqual([['s0'], ['s60000'], ['s120000']]);
+});
+
+test('the shim collection knows every sandbox and container the relist listed', async () => {
+  const t = setup();
+  t.housekeeping.afterRelist({ sandboxes: [{ id: 's1' }], containers: [{ id: 'c1' }, { id: 'c2' }] } as unknown as NodeRuntimeSnapshot, t.signal);
+  await settle();
+  expect(t.shimKnownIds).toEqual([['s1', 'c1', 'c2']]);
 });
 
 test('a collection still running is not started again, however long it takes; the next relist after it does', async () => {
@@ -93,15 +110,15 @@ test('a collection still running is not started again, however long it takes; th
   t.pods.desiredPodsKnown = true;
   await t.relistAt(0);
   await t.relistAt(120_000);
-  expect([t.dirs.calls.length, t.cgroups.calls.length, t.network.calls.length]).toEqual([1, 1, 1]);
+  expect([t.dirs.calls.length, t.cgroups.calls.length, t.network.calls.length, t.shims.calls.length]).toEqual([1, 1, 1, 1]);
   await t.finishAll();
   await t.relistAt(120_001);
-  expect([t.dirs.calls.length, t.cgroups.calls.length, t.network.calls.length]).toEqual([2, 2, 2]);
+  expect([t.dirs.calls.length, t.cgroups.calls.length, t.network.calls.length, t.shims.calls.length]).toEqual([2, 2, 2, 2]);
 });
 
 test('a failed collection is logged and does not stop the schedule', async () => {
   const t = setup();
-  const calls = { dirs: 0, cgroups: 0, network: 0 };
+  const calls = { dirs: 0, cgroups: 0, network: 0, shims: 0 };
   const fail = (what: keyof typeof calls) => () => (calls[what]++, Promise.reject(new Error('busy')));
   const failing = new Housekeeping({
     clock: t.clock,
@@ -110,11 +127,12 @@ test('a failed collection is logged and does not stop the schedule', async () =>
     volumes: { removeOrphanedPodDirs: fail('dirs') },
     podCgroups: { garbageCollect: fail('cgroups') },
     podNetwork: { garbageCollect: fail('network') },
+    shims: { collect: fail('shims') },
   });
   failing.afterRelist(t.snapshot(), t.signal);
   await settle();
   t.clock.time = orphanCollectionIntervalMs;
   failing.afterRelist(t.snapshot(), t.signal);
   await settle();
-  expect(calls).toEqual({ dirs: 2, cgroups: 2, network: 2 });
+  expect(calls).toEqual({ dirs: 2, cgroups: 2, network: 2, shims: 2 });
 });
