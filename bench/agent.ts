@@ -1,5 +1,5 @@
 // The agent under test: nodelet's bin file as a child process (its log, CPU, memory, manifests), and an inspector client for profiling.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, existsSync, readdirSync, readFileSync, renameSync, type WriteStream } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
@@ -13,6 +13,11 @@ const repoRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
 const nodeBinary = join(repoRoot, 'node_modules/.bin/node');
 const agentEntry = join(repoRoot, 'bin/nodelet.js');
 const setpriv = '/usr/bin/setpriv';
+/** The Node the agent runs on (bin/nodelet.js starts the project's pinned Node, whatever runs the bench). */
+export function agentNodeVersion(): string {
+  return execFileSync(nodeBinary, ['--version'], { encoding: 'utf8' }).trim();
+}
+
 /** The rig's main containerd, the agent's runtime. */
 export const mainEndpoint = 'unix:///run/nodelet/containerd/containerd.sock';
 

@@ -21,6 +21,7 @@
 //          [--sa-token] [--agent-v N] [--agent-log FILE] [--agent-cpu-prof FILE] [--agent-heap-prof FILE]
 import { setMaxListeners } from 'node:events';
 import { cpus, release } from 'node:os';
+import { agentNodeVersion } from './agent.js';
 import { runClusterPhase } from './cluster.js';
 import { runPullPhase } from './pull.js';
 import { kubeletApiAccess } from './density.js';
@@ -46,7 +47,7 @@ async function run(bench: Bench, opts: Options): Promise<RunResults> {
   if (foreign.main + foreign.floor + foreign.kubelet > 0) bench.note(`other pods share the containerds at the start (main ${foreign.main}, floor ${foreign.floor}, kubelet ${foreign.kubelet}); figures may be disturbed`);
   const version = await bench.main.version();
   const out: RunResults = {
-    machine: { cpus: cpus().length, kernel: release(), node: process.version },
+    machine: { cpus: cpus().length, kernel: release(), node: agentNodeVersion() },
     runtime: `${version.runtimeName} ${version.runtimeVersion}`,
   };
   if (opts.phases.has('startup') || opts.phases.has('probes')) {

@@ -146,6 +146,7 @@ function stepsOf(sample: NodeletSample, lines: readonly LogLine[]): Map<string, 
 }
 
 export interface StartupResults {
+  /** node: the agent's Node version. */
   machine: { cpus: number; kernel: string; node: string };
   runtime: string;
   options: Options;
