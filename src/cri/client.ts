@@ -2,6 +2,7 @@
 import { fileURLToPath } from 'node:url';
 import { Client, credentials, Metadata, type ServiceError } from '@grpc/grpc-js';
 import { loadSync, type MethodDefinition } from '@grpc/proto-loader';
+import { podNameLabel, podNamespaceLabel } from '../core/labels.js';
 import type { Logger } from '../core/log.js';
 import { CriError, isNotFound, toCriError } from './errors.js';
 import type {
@@ -98,7 +99,8 @@ function method(proto: { path: string; services: string[] }, name: string): Meth
 // says a container being removed is removed by force if it runs, so the client completes what RemoveContainer
 // promises through containerd's own task service on the same socket, in the namespace its CRI plugin uses.
 const STRANDED_TASK = /cannot delete running task ([0-9a-f]{64})/;
-const CONTAINERD_CRI_NAMESPACE = 'k8s.io';
+/** containerd's namespace for what its CRI plugin runs. */
+export const CONTAINERD_CRI_NAMESPACE = 'k8s.io';
 const SIGKILL = 9;
 
 /** Turns a kubelet-style --container-runtime-endpoint ("unix:///path" or a bare "/path") into a gRPC target. */
@@ -283,7 +285,7 @@ export class CriClient implements RuntimeService, ImageService, StreamingService
     await tasks('Delete', { containerId }, this.timeouts.requestTimeoutMs).catch(ignoreNotFound);
     this.log?.warn(
       {
-        pod: `${status.labels['io.kubernetes.pod.namespace'] ?? ''}/${status.labels['io.kubernetes.pod.name'] ?? ''}`,
+        pod: `${status.labels[podNamespaceLabel] ?? ''}/${status.labels[podNameLabel] ?? ''}`,
         container: status.metadata.name,
         containerId,
       },

@@ -18,7 +18,7 @@ import {
   podNamespaceLabel,
   podTerminationGracePeriodAnnotation,
   podUidLabel,
-} from './labels.js';
+} from '../core/labels.js';
 import type { NodeDnsSettings } from './dns.js';
 import { containerResources, podCgroupParent, runtimeCgroupParent } from './resources.js';
 import type { CgroupDriver } from '../cri/runtime-info.js';

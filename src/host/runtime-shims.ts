@@ -6,6 +6,7 @@
 // sandbox nor a container, all of it in two collections in a row.
 import { readdir, readFile, readlink } from 'node:fs/promises';
 import { basename } from 'node:path';
+import { CONTAINERD_CRI_NAMESPACE } from '../cri/client.js';
 
 export interface ShimProcess {
   pid: number;
@@ -31,9 +32,6 @@ function shimArgs(cmdline: string): { namespace: string; id: string; address: st
   return namespace && id && address ? { namespace, id, address } : undefined;
 }
 
-/** containerd's namespace for what its CRI plugin runs: the only shims collected. */
-const CRI_NAMESPACE = 'k8s.io';
-
 /** The shims of CRI tasks of the containerd whose socket is `address`, as `procDir` (/proc) shows them. */
 export async function listRuntimeShims(address: string, procDir = '/proc'): Promise<ShimProcess[]> {
   const pids = (await readdir(procDir)).filter((name) => /^\d+$/.test(name));
@@ -46,7 +44,7 @@ export async function listRuntimeShims(address: string, procDir = '/proc'): Prom
         // "<pid> (<comm>) <state> <ppid> ...": comm may hold spaces and parentheses.
         parents.add(Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
         const args = shimArgs(await readFile(`${procDir}/${pid}/cmdline`, 'utf8'));
-        if (args?.address !== address || args.namespace !== CRI_NAMESPACE) return;
+        if (args?.address !== address || args.namespace !== CONTAINERD_CRI_NAMESPACE) return;
         const cwd = await readlink(`${procDir}/${pid}/cwd`);
         shims.push({ pid: Number(pid), id: args.id, bundleRemoved: cwd.endsWith(' (deleted)') });
       } catch {

@@ -24,8 +24,8 @@ export interface HousekeepingDeps {
   volumes: Pick<PodVolumeManager, 'removeOrphanedPodDirs'>;
   podCgroups: Pick<PodCgroupManager, 'garbageCollect'>;
   podNetwork: Pick<PodNetwork, 'garbageCollect'>;
-  /** The runtime's forgotten shims, when the runtime is containerd on a local socket. */
-  shims?: Pick<ForgottenShimCollector, 'collect'>;
+  /** The runtime's forgotten shims (containerd's; with another runtime there are none to find). */
+  shims: Pick<ForgottenShimCollector, 'collect'>;
 }
 
 /** One collection: started at most once per interval, never beside its own previous run. */
@@ -84,18 +84,15 @@ export class Housekeeping {
         .catch((err: unknown) => log.warn({ err }, 'Pod network garbage collection failed')),
     );
     // Shims of tasks the runtime no longer has (see host/runtime-shims.ts).
-    if (shims) {
-      const knownIds = new Set([...snapshot.sandboxes.map((s) => s.id), ...snapshot.containers.map((c) => c.id)]);
-      this.shims.startIfDue(now, () =>
-        shims
-          .collect(knownIds)
-          .then((ended) => {
-            for (const shim of ended) {
-              log.warn({ pid: shim.pid, taskId: shim.id }, 'Ended a containerd shim containerd had forgotten (its task and bundle removed, containerd#7496)');
-            }
-          })
-          .catch((err: unknown) => log.warn({ err }, 'Collecting forgotten containerd shims failed')),
-      );
-    }
+    this.shims.startIfDue(now, () =>
+      shims
+        .collect(new Set([...snapshot.sandboxes.map((s) => s.id), ...snapshot.containers.map((c) => c.id)]))
+        .then((ended) => {
+          for (const shim of ended) {
+            log.warn({ pid: shim.pid, taskId: shim.id }, 'Ended a containerd shim containerd had forgotten (its task and bundle removed, containerd#7496)');
+          }
+        })
+        .catch((err: unknown) => log.warn({ err }, 'Collecting forgotten containerd shims failed')),
+    );
   }
 }

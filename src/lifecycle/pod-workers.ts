@@ -1,7 +1,7 @@
 // Keeps one worker per pod UID in step with the desired pods and with what the relist finds in the runtime.
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Logger } from '../core/log.js';
-import { podNameLabel, podNamespaceLabel, podTerminationGracePeriodAnnotation, podUidLabel } from '../execution/labels.js';
+import { podNameLabel, podNamespaceLabel, podTerminationGracePeriodAnnotation, podUidLabel } from '../core/labels.js';
 import { PodWorker, type PodWorkerDeps } from './pod-worker.js';
 import { defaultTerminationGracePeriodSeconds, terminationGracePeriodSeconds } from '../execution/runtime-config.js';
 import { podUidsOf, type NodeRuntimeSnapshot } from './runtime-observer.js';

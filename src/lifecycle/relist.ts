@@ -2,7 +2,7 @@
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/log.js';
 import type { ContainerStateLabel, NodeMetrics } from '../core/metrics.js';
-import { podUidLabel } from '../execution/labels.js';
+import { podUidLabel } from '../core/labels.js';
 import { stateNames, type NodeRuntimeSnapshot, type RuntimeObserver } from './runtime-observer.js';
 
 /** Per pod UID, the ids and states of its sandboxes and containers: a change means its worker must look. */

@@ -11,7 +11,7 @@ import {
   containerTerminationMessagePathAnnotation,
   containerTerminationMessagePolicyAnnotation,
   podUidLabel,
-} from '../execution/labels.js';
+} from '../core/labels.js';
 import { terminationMessage } from '../execution/termination-message.js';
 import type { PodFilesystem } from '../host/filesystem.js';
 import {

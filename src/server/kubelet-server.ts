@@ -10,7 +10,7 @@ import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/log.js';
 import type { Container, RuntimeService, StreamingService } from '../cri/types.js';
-import { containerNameLabel, podUidLabel } from '../execution/labels.js';
+import { containerNameLabel, podUidLabel } from '../core/labels.js';
 import type { Authenticator } from './authn.js';
 import { authorizationErrorMessage, forbiddenMessage, requestAttributes, type Authorizer } from './authz.js';
 import { readCriLog, type LogStream } from './cri-log.js';

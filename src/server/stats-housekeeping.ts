@@ -2,7 +2,7 @@
 // cAdvisor, which samples every container in the background each --housekeeping-interval and keeps the latest samples,
 // so a scrape serializes samples rather than reading cgroups. Pure: stats-provider.ts does the reading.
 import type { Container, PodSandbox } from '../cri/types.js';
-import { podUidLabel } from '../execution/labels.js';
+import { podUidLabel } from '../core/labels.js';
 import type { CgroupUsage, InterfaceUsage } from '../host/resource-usage.js';
 import { cpuStats, memoryStats, networkStats, type CpuSample, type PodSummary } from './summary.js';
 

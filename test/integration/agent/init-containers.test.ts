@@ -1,7 +1,7 @@
 // Init containers run one at a time, in order, each to success, before the app containers; sidecars keep running.
 import { readFile } from 'node:fs/promises';
 import type { V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
-import { podUidLabel } from '../../../src/execution/labels.js';
+import { podUidLabel } from '../../../src/core/labels.js';
 import { busybox, containerPid, staticName, testAgent } from '../helpers/agent.js';
 
 const { agent, cri, uids } = await testAgent();

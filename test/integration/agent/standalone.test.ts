@@ -4,7 +4,7 @@ import { execa } from 'execa';
 import { readFile } from 'node:fs/promises';
 import type { V1Pod } from '@kubernetes/client-node';
 import { watchPods, type PodWatchEvent } from '../../../src/agent/status-api.js';
-import { podUidLabel } from '../../../src/execution/labels.js';
+import { podUidLabel } from '../../../src/core/labels.js';
 import {
   bridgePorts,
   busybox,

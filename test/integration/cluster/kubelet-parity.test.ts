@@ -14,7 +14,7 @@ import { execa } from 'execa';
 import type { CoreV1Event, V1Node, V1Pod } from '@kubernetes/client-node';
 import { BenchKubelet, kubeletEndpoint, type KubeletPlacement } from '../../../bench/kubelet.js';
 import { CriClient } from '../../../src/cri/client.js';
-import { podNamespaceLabel, podUidLabel } from '../../../src/execution/labels.js';
+import { podNamespaceLabel, podUidLabel } from '../../../src/core/labels.js';
 import { nodeCredentials } from '../../cluster/control-plane.js';
 import { busybox, criEndpoint, repoRoot, waitFor } from '../helpers/agent.js';
 import { cniLogPluginConf, cniLogPluginType, installCniLogPlugin, readCniCalls } from '../helpers/cni-log-plugin.js';

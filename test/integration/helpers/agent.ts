@@ -10,7 +10,7 @@ import { execa } from 'execa';
 import type { V1Pod } from '@kubernetes/client-node';
 import { fetchPods } from '../../../src/agent/status-api.js';
 import { CriClient } from '../../../src/cri/client.js';
-import { podUidLabel } from '../../../src/execution/labels.js';
+import { podUidLabel } from '../../../src/core/labels.js';
 import { mountsUnder, readMountInfo } from '../../../src/volume/mounter.js';
 import { PodCgroupManager } from '../../../src/host/cgroups.js';
 

@@ -2,7 +2,7 @@
 // longer desired or deleted, the pods a relist wakes, orphans from the runtime, workers removed when done.
 import type { V1Pod } from '@kubernetes/client-node';
 import { PodWorkers } from '../../../src/lifecycle/pod-workers.js';
-import { podNameLabel } from '../../../src/execution/labels.js';
+import { podNameLabel } from '../../../src/core/labels.js';
 import { lifecycleFakes, testImage } from '../fakes/lifecycle-deps.js';
 
 const pod = (name: string, grace = 30): V1Pod => ({

@@ -5,7 +5,7 @@ import { pino } from 'pino';
 import type { PodSandboxConfig } from '../../../src/cri/types.js';
 import { computePodActions } from '../../../src/decisions/compute-actions.js';
 import { crashBackoffKey, executePodActions } from '../../../src/execution/sync-pod.js';
-import { podUidLabel } from '../../../src/execution/labels.js';
+import { podUidLabel } from '../../../src/core/labels.js';
 import { Relister, runtimeCounts, type RelistHandler } from '../../../src/lifecycle/relist.js';
 import type { NodeRuntimeSnapshot } from '../../../src/lifecycle/runtime-observer.js';
 import { lifecycleFakes, testImage, type LifecycleFakes } from '../fakes/lifecycle-deps.js';

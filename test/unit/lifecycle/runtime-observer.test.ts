@@ -1,6 +1,6 @@
 // The runtime observer asks CRI only for what it cannot know or has not cached.
 import type { Container, ContainerStatus, PodSandbox, PodSandboxStatus, RuntimeService } from '../../../src/cri/types.js';
-import { podUidLabel } from '../../../src/execution/labels.js';
+import { podUidLabel } from '../../../src/core/labels.js';
 import { RuntimeObserver } from '../../../src/lifecycle/runtime-observer.js';
 import { hostFilesystem } from '../../../src/host/filesystem.js';
 
