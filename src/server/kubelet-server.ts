@@ -106,8 +106,8 @@ export class KubeletServer {
     return {
       ...(this.serving.cert ? this.serving : {}),
       // Without a client CA no client certificate is asked for, so the context needs no trust store at all: an empty
-      // list, because without one Node loads every root certificate it trusts into it (1.5 MB kept for nothing).
-      ca: tls.clientCA ?? [],
+      // list, because without one Node parses every root certificate it trusts into it and keeps them for nothing.
+      ca: tls.clientCA || [],
       ...(tls.minVersion ? { minVersion: tls.minVersion } : {}),
       // Go keeps TLS 1.3's suites on whatever the list says; so does this.
       ...(tls.ciphers.length > 0 ? { ciphers: [...tls.ciphers, 'TLS_AES_128_GCM_SHA256', 'TLS_AES_256_GCM_SHA384', 'TLS_CHACHA20_POLY1305_SHA256'].join(':') } : {}),
