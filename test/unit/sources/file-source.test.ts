@@ -228,6 +228,8 @@ describe('FilePodSource', () => {
     h.start({ rescanIntervalMs: 20 });
     // Parsing 10,000 containers of YAML alone takes a second or two.
     await h.waitForSet((n) => n.includes('web-node1'), 30_000);
+    // The good pod can load before the scan reaches every bad file (the 10,000-container one is slow on a loaded machine).
+    await waitUntil(() => h.logs.filter((l) => l.level >= 40).length >= hostile.length, 30_000);
     // Several rescans: nothing is logged again.
     await sleep(300);
     const lines = h.logs.filter((l) => l.level >= 40);
