@@ -678,12 +678,15 @@ async function ensureKubeconfig(dir: string, name: string, ca: KeyPairPem, serve
 /** Refuses CIDRs that overlap a route of the host: pods or services there would shadow (or be shadowed by) it. */
 async function checkRoutes(s: ClusterSettings): Promise<void> {
   const { stdout } = await execFileAsync('ip', ['-j', '-4', 'route', 'show', 'table', 'all']);
-  const routes = (JSON.parse(stdout) as { dst?: string; table?: string; type?: string }[])
+  const routes = (JSON.parse(stdout) as { dst?: string; dev?: string; table?: string; type?: string }[])
     .filter((r) => r.dst && r.dst !== 'default' && (r.type === undefined || r.type === 'unicast') && r.table !== 'local')
-    .map((r) => (r.dst!.includes('/') ? r.dst! : `${r.dst}/32`));
+    .map((r) => ({ dst: r.dst!.includes('/') ? r.dst! : `${r.dst}/32`, dev: r.dev }));
   for (const [what, cidr] of [['service CIDR', s.serviceCidr], ['cluster CIDR', s.clusterCidr]] as const) {
-    const clash = routes.find((r) => overlaps(r, cidr));
-    if (clash) throw new Error(`${what} ${cidr} overlaps the host route ${clash} (choose another with --${what.startsWith('service') ? 'service' : 'cluster'}-cidr)`);
+    const clash = routes.find((r) => overlaps(r.dst, cidr));
+    if (clash) {
+      throw new Error(`${what} ${cidr} overlaps the host route ${clash.dst}${clash.dev ? ` dev ${clash.dev}` : ''} ` +
+        `(choose another with --${what.startsWith('service') ? 'service' : 'cluster'}-cidr)`);
+    }
   }
 }
 

@@ -5,26 +5,14 @@
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { COMPONENTS, down, ensureBinaries, nodeCredentials, runningPids, up, type ControlPlane } from '../../cluster/control-plane.js';
 import { caCertHash } from '../../cluster/pki.js';
+import { freePorts, releasePodBridge } from '../helpers/real-cluster.js';
 
 const execFileAsync = promisify(execFile);
-
-/** Ports the kernel hands out now: this test must not clash with a control plane someone runs on the defaults. */
-async function freePorts(n: number): Promise<number[]> {
-  const servers = await Promise.all(Array.from({ length: n }, () => new Promise<import('node:net').Server>((res, rej) => {
-    const s = createServer();
-    s.once('error', rej);
-    s.listen(0, '127.0.0.1', () => res(s));
-  })));
-  const ports = servers.map((s) => (s.address() as import('node:net').AddressInfo).port);
-  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
-  return ports;
-}
 
 const dir = await mkdtemp(join(tmpdir(), 'nodelet-cp-'));
 const binDir = await ensureBinaries();
@@ -60,6 +48,7 @@ async function createAs(kubeconfig: string, manifest: string): Promise<{ code: n
 
 beforeAll(async () => {
   const [apiServerPort, etcdClientPort, etcdPeerPort, etcdMetricsPort, controllerManagerPort, schedulerPort] = await freePorts(6);
+  await releasePodBridge();
   plane = await up({ dir, binDir, apiServerPort, etcdClientPort, etcdPeerPort, etcdMetricsPort, controllerManagerPort, schedulerPort });
   pids = Object.values(await runningPids(dir));
 }, 600_000);

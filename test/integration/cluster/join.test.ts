@@ -13,7 +13,7 @@ import type { V1Node } from '@kubernetes/client-node';
 import { down, ensureBinaries, restartControllerManager, up, type ControlPlane } from '../../cluster/control-plane.js';
 import { AgentProcess, criEndpoint, repoRoot, waitFor } from '../helpers/agent.js';
 import { Kubectl } from '../helpers/kubectl.js';
-import { freePorts, podBridge } from '../helpers/real-cluster.js';
+import { freePorts, releasePodBridge } from '../helpers/real-cluster.js';
 
 const logs = process.env['NODELET_TEST_LOG'] ? (line: string) => process.stderr.write(`${line}\n`) : () => {};
 
@@ -97,6 +97,7 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'nodelet-join-'));
   binDir = await ensureBinaries(logs);
   const [apiServerPort, etcdClientPort, etcdPeerPort, etcdMetricsPort, controllerManagerPort, schedulerPort] = await freePorts(6);
+  await releasePodBridge();
   plane = await up({ dir, binDir, apiServerPort, etcdClientPort, etcdPeerPort, etcdMetricsPort, controllerManagerPort, schedulerPort, log: logs });
   await execa('mkdir', ['-p', join(dir, 'work')]);
   kubectl = new Kubectl(plane.adminKubeconfig, join(dir, 'kube-cache'), join(dir, 'work'), join(binDir, 'kubectl'));
@@ -104,16 +105,18 @@ beforeAll(async () => {
   await kubectl.run('-n', 'kube-system', 'scale', 'deployment', 'coredns', '--replicas=0');
   await kubectl.run('-n', 'kube-system', 'patch', 'daemonset', 'kube-proxy', '--type=merge', '-p',
     JSON.stringify({ spec: { template: { spec: { nodeSelector: { 'nodelet.test/kube-proxy': 'never' } } } } }));
-  await execa('ip', ['addr', 'flush', 'dev', podBridge, 'scope', 'global'], { reject: false });
 }, 300_000);
 
 afterAll(async () => {
-  for (const j of joins) await j.stop();
-  for (const a of agents) await a.stop();
-  for (const a of agents) await a.cleanupDirs();
-  for (const b of bases) await rm(b, { recursive: true, force: true });
-  if (dir) await down(dir);
-  await execa('ip', ['addr', 'flush', 'dev', podBridge, 'scope', 'global'], { reject: false });
+  try {
+    for (const j of joins) await j.stop();
+    for (const a of agents) await a.stop();
+    for (const a of agents) await a.cleanupDirs();
+    for (const b of bases) await rm(b, { recursive: true, force: true });
+    if (dir) await down(dir);
+  } finally {
+    await releasePodBridge();
+  }
   if (dir) await rm(dir, { recursive: true, force: true });
 }, 120_000);
 

@@ -193,6 +193,7 @@ export async function startRealCluster(opts: RealClusterOptions = {}): Promise<R
     stop: () => cleanUpRealCluster(cluster()),
   });
   try {
+    await releasePodBridge(runtime);
     // Every request's outcome in DIR/logs/audit.log (Metadata level: who, what, response code), for audit().
     await writeFile(join(dir, 'audit-policy.yaml'), opts.auditPolicy ?? defaultAuditPolicy);
     plane = await up({ ...opts.settings, dir, binDir, apiServerPort, etcdClientPort, etcdPeerPort, etcdMetricsPort, controllerManagerPort, schedulerPort, log,
@@ -202,9 +203,6 @@ export async function startRealCluster(opts: RealClusterOptions = {}): Promise<R
     await execa('mkdir', ['-p', join(dir, 'work')]);
     kubectl = new Kubectl(plane.adminKubeconfig, join(dir, 'kube-cache'), join(dir, 'work'), join(binDir, 'kubectl'));
     if (!opts.keepAddons) await keepAddonsOffNodes(kubectl);
-    // No pods run now (tests hold the rig's lock): a gateway address an earlier run left on the pod bridge would keep
-    // nodelet from switching the bridge to the podCIDR the controller-manager allocates.
-    await execa('ip', ['addr', 'flush', 'dev', runtime.podBridge, 'scope', 'global'], { reject: false });
     await opts.beforeJoin?.(kubectl, plane);
     const nodeKubeconfig = await nodeCredentials(dir, nodeName);
     agent = await AgentProcess.create({ kubeconfig: nodeKubeconfig, nodeName, criEndpoint: runtime.criEndpoint });
@@ -262,6 +260,31 @@ export async function cleanUpRealCluster(c: RealCluster): Promise<void> {
   const left: string[] = [];
   const pids = Object.values(await runningPids(c.dir));
   try {
+    await tearDownNode(c, left);
+  } finally {
+    // The bridge plugin gave the pod bridge the podCIDR's gateway: the host keeps nothing of the test, even when a step
+    // of the teardown above threw.
+    await releasePodBridge(c.runtime);
+  }
+  for (const pid of pids) {
+    if (existsSync(`/proc/${pid}`) && !/\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'))) left.push(`control-plane process ${pid} still runs`);
+  }
+  await rm(c.dir, { recursive: true, force: true });
+  if (left.length > 0) throw new Error(`the test left on the node:\n${left.join('\n')}`);
+}
+
+/**
+ * Takes the podCIDR gateway off the rig's pod bridge. Tests run one at a time, so no pod uses it here: an address that an
+ * earlier test (or a crashed run) left would be a host route inside the cluster CIDR, which the control plane's start
+ * refuses, and would keep nodelet from switching the bridge to the podCIDR the controller-manager allocates.
+ */
+export async function releasePodBridge(runtime: NodeRuntime = mainRuntime): Promise<void> {
+  await execa('ip', ['addr', 'flush', 'dev', runtime.podBridge, 'scope', 'global'], { reject: false });
+}
+
+/** cleanUpRealCluster's part on the node: pods, nodelet, the runtime's objects, the control plane's processes. */
+async function tearDownNode(c: RealCluster, left: string[]): Promise<void> {
+  try {
     if (!c.agent.running) await c.agent.start().catch(() => undefined);
     const k = (...args: string[]) => c.kubectl.tryRun(...args);
     await k('uncordon', c.nodeName);
@@ -302,13 +325,4 @@ export async function cleanUpRealCluster(c: RealCluster): Promise<void> {
     const keep = process.env['NODELET_TEST_LOGS'];
     if (keep) await cp(join(c.dir, 'logs'), join(keep, basename(c.dir)), { recursive: true }).catch(() => undefined);
   }
-  if (c.podCIDR) {
-    // The bridge plugin gave the pod bridge the podCIDR's gateway: the host keeps nothing of the test.
-    await execa('ip', ['addr', 'flush', 'dev', c.runtime.podBridge, 'scope', 'global'], { reject: false });
-  }
-  for (const pid of pids) {
-    if (existsSync(`/proc/${pid}`) && !/\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'))) left.push(`control-plane process ${pid} still runs`);
-  }
-  await rm(c.dir, { recursive: true, force: true });
-  if (left.length > 0) throw new Error(`the test left on the node:\n${left.join('\n')}`);
 }
