@@ -11,3 +11,6 @@ export const containerTerminationMessagePolicyAnnotation = 'io.kubernetes.contai
 export const containerPortsAnnotation = 'io.kubernetes.container.ports';
 export const containerPreStopHandlerAnnotation = 'io.kubernetes.container.preStopHandler';
 export const podTerminationGracePeriodAnnotation = 'io.kubernetes.pod.terminationGracePeriod';
+
+/** containerd's namespace for what its CRI plugin runs (its task service and its shims' arguments name it). */
+export const CONTAINERD_CRI_NAMESPACE = 'k8s.io';

@@ -2,7 +2,7 @@
 import { fileURLToPath } from 'node:url';
 import { Client, credentials, Metadata, type ServiceError } from '@grpc/grpc-js';
 import { loadSync, type MethodDefinition } from '@grpc/proto-loader';
-import { podNameLabel, podNamespaceLabel } from '../core/labels.js';
+import { CONTAINERD_CRI_NAMESPACE, podNameLabel, podNamespaceLabel } from '../core/labels.js';
 import type { Logger } from '../core/log.js';
 import { CriError, isNotFound, toCriError } from './errors.js';
 import type {
@@ -99,8 +99,6 @@ function method(proto: { path: string; services: string[] }, name: string): Meth
 // says a container being removed is removed by force if it runs, so the client completes what RemoveContainer
 // promises through containerd's own task service on the same socket, in the namespace its CRI plugin uses.
 const STRANDED_TASK = /cannot delete running task ([0-9a-f]{64})/;
-/** containerd's namespace for what its CRI plugin runs. */
-export const CONTAINERD_CRI_NAMESPACE = 'k8s.io';
 const SIGKILL = 9;
 
 /** Turns a kubelet-style --container-runtime-endpoint ("unix:///path" or a bare "/path") into a gRPC target. */

@@ -6,7 +6,7 @@
 // sandbox nor a container, all of it in two collections in a row.
 import { readdir, readFile, readlink } from 'node:fs/promises';
 import { basename } from 'node:path';
-import { CONTAINERD_CRI_NAMESPACE } from '../cri/client.js';
+import { CONTAINERD_CRI_NAMESPACE } from '../core/labels.js';
 
 export interface ShimProcess {
   pid: number;
