@@ -9,6 +9,7 @@ import type { Duplex } from 'node:stream';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/log.js';
+import { CriError, kubeletErrorText } from '../cri/errors.js';
 import type { Container, RuntimeService, StreamingService } from '../cri/types.js';
 import { containerNameLabel, podUidLabel } from '../core/labels.js';
 import type { Authenticator } from './authn.js';
@@ -72,16 +73,21 @@ function segments(path: string): string[] | undefined {
   }
 }
 
-function toJson(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) => v, undefined);
-}
-
 /** kube's JSON for objects holding Dates: RFC 3339 with whole seconds. */
 function apiJson(value: unknown): string {
   return JSON.stringify(value, function (this: Record<string, unknown>, key: string, v: unknown) {
     const raw = this[key];
     return raw instanceof Date ? raw.toISOString().replace(/\.\d{3}Z$/, 'Z') : v;
   });
+}
+
+/**
+ * The runtime's refusal of an exec, attach or run as kubelet answers it: a 500 with the error's text (grpc-go's `rpc error:
+ * code = ... desc = ...`); the streaming requests answer a NotFound with 404.
+ */
+function runtimeRefusal(err: unknown, notFoundStatus: 404 | 500): unknown {
+  if (!(err instanceof CriError)) return err;
+  return new RequestError(err.kind === 'NotFound' ? notFoundStatus : 500, kubeletErrorText(err));
 }
 
 function specContainer(pod: V1Pod, name: string): V1Container | undefined {
@@ -225,7 +231,7 @@ export class KubeletServer {
         case 'configz':
           if (rest.length > 0) break;
           if (method !== 'GET') return this.methodNotAllowed(res);
-          return this.reply(res, 200, toJson(this.opts.configz()), 'application/json');
+          return this.reply(res, 200, JSON.stringify(this.opts.configz()), 'application/json');
         case 'metrics':
           if (rest.length > 1) break;
           if (method !== 'GET') return this.methodNotAllowed(res);
@@ -340,16 +346,30 @@ export class KubeletServer {
   }
 
   /**
-   * The running instance of a container. kubelet looks among the running containers only: an unknown container and one
-   * that is not running are both `container not found`, a 500 (its error is no gRPC NotFound).
+   * `call` on the running instance of a container. kubelet asks the runtime at every request and looks among the running
+   * containers only: an unknown container and one that is not running are both `container not found`, a 500 (its error
+   * is no gRPC NotFound). The relist, at most a second old, spares the request that runtime call; when the runtime refuses
+   * the instance the relist named (it stopped since, and may have been restarted), the runtime's listing decides.
    */
-  private async runningInstance(pod: V1Pod, containerName: string): Promise<Container> {
-    if (!specContainer(pod, containerName)) throw new RequestError(500, `container not found ("${containerName}")`);
-    // The relist, at most a second old, spares the exec path a runtime call; one started since is asked of the runtime.
+  private async onRunningInstance<T>(pod: V1Pod, containerName: string, call: (container: Container) => Promise<T>): Promise<T> {
+    const notFound = () => new RequestError(500, `container not found ("${containerName}")`);
+    if (!specContainer(pod, containerName)) throw notFound();
     const isIt = (c: Container) => c.state === 'CONTAINER_RUNNING' && c.labels[podUidLabel] === pod.metadata!.uid && c.labels[containerNameLabel] === containerName;
-    const running = this.opts.listedContainers?.()?.find(isIt) ?? (await this.instances(pod, containerName)).find(isIt);
-    if (!running) throw new RequestError(500, `container not found ("${containerName}")`);
-    return running;
+    const fromRuntime = async () => (await this.instances(pod, containerName)).find(isIt);
+    const listed = this.opts.listedContainers?.()?.find(isIt);
+    if (listed) {
+      try {
+        return await call(listed);
+      } catch (err) {
+        const running = await fromRuntime();
+        if (running?.id === listed.id) throw err;
+        if (!running) throw notFound();
+        return call(running);
+      }
+    }
+    const running = await fromRuntime();
+    if (!running) throw notFound();
+    return call(running);
   }
 
   /** exec / attach / portForward: the session URL the runtime gives for the request. */
@@ -363,15 +383,14 @@ export class KubeletServer {
       const sandboxes = await this.opts.runtime.listPodSandbox({ state: 'SANDBOX_READY', labelSelector: { [podUidLabel]: pod.metadata!.uid! } });
       const sandbox = sandboxes.sort((a, b) => b.createdAt - a.createdAt)[0];
       if (!sandbox) throw new RequestError(404, `pod not found ("${podName}_${namespace}")`);
-      return new URL(await this.opts.runtime.portForward(sandbox.id, ports));
+      return new URL(await this.opts.runtime.portForward(sandbox.id, ports).catch((err: unknown) => Promise.reject(runtimeRefusal(err, 404))));
     }
     const containerName = rest[rest.length - 1]!;
     const streams = parseStreamOptions(query);
     const command = kind === 'exec' ? parseCommand(query) : [];
-    const running = await this.runningInstance(pod, containerName);
-    const url = kind === 'exec'
-      ? await this.opts.runtime.exec(running.id, command, streams)
-      : await this.opts.runtime.attach(running.id, streams);
+    const url = await this.onRunningInstance(pod, containerName, (running) => kind === 'exec'
+      ? this.opts.runtime.exec(running.id, command, streams)
+      : this.opts.runtime.attach(running.id, streams)).catch((err: unknown) => Promise.reject(runtimeRefusal(err, 404)));
     return new URL(url);
   }
 
@@ -381,10 +400,10 @@ export class KubeletServer {
     const containerName = rest[rest.length - 1]!;
     const pod = this.pod(namespace, podName, rest.length === 4 ? rest[2] : undefined);
     if (!pod) throw new RequestError(404, 'pod does not exist');
-    const running = await this.runningInstance(pod, containerName);
     const cmd = (query.get('cmd') ?? '').split(/\s+/).filter(Boolean);
     if (cmd.length === 0) throw new RequestError(400, 'missing cmd');
-    const result = await this.opts.runtime.execSync(running.id, cmd, 0);
+    const result = await this.onRunningInstance(pod, containerName, (running) => this.opts.runtime.execSync(running.id, cmd, 0))
+      .catch((err: unknown) => Promise.reject(runtimeRefusal(err, 500)));
     if (result.exitCode !== 0) {
       return this.reply(res, 500, `command '${cmd.join(' ')}' exited with ${result.exitCode}: ${result.stderr.toString()}`);
     }

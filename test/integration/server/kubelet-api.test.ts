@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { execa, type ResultPromise } from 'execa';
 import type { V1Pod } from '@kubernetes/client-node';
-import { busybox, httpGet, runtimeObjects, sleep, waitFor, waitForRuntimeGone } from '../helpers/agent.js';
+import { busybox, containerPid, httpGet, runtimeObjects, sleep, waitFor, waitForRuntimeGone } from '../helpers/agent.js';
 import { freePorts, startRealCluster, type RealCluster } from '../helpers/real-cluster.js';
 
 let cluster: RealCluster;
@@ -290,6 +290,44 @@ describe('straight to the kubelet port over HTTPS', () => {
     expect(await kubeletGet(`/run/default/logs/b?cmd=echo+run-output`, { token, method: 'POST' })).toEqual({ status: 200, body: 'run-output\n' });
     // As kubelet: exec and run look among running containers only, and answer 500 for one that is not running.
     expect(await kubeletGet(`/run/default/probed/done?cmd=true`, { token, method: 'POST' })).toEqual({ status: 500, body: 'container not found ("done")' });
+  });
+
+  test('run on a container stopped since the last relist: container not found, as kubelet (which asks the runtime) answers', async () => {
+    await cluster.kubectl.fromFile('create', 'stopped.yaml', `
+apiVersion: v1
+kind: Pod
+metadata: {name: stopped}
+spec:
+  terminationGracePeriodSeconds: 1
+  restartPolicy: Never
+  containers:
+  - name: main
+    image: ${busybox}
+    imagePullPolicy: IfNotPresent
+    command: ["sleep", "3600"]
+`);
+    const pod = await cluster.kubectl.waitForPod('stopped', 'running', running, { seen: cluster.uids });
+    const pki = join(cluster.dir, 'pki');
+    // kube-apiserver's own client certificate for kubelets (system:kubelet-api-admin through kubeadm's binding).
+    const client = { cert: await readFile(join(pki, 'apiserver-kubelet-client.crt'), 'utf8'), key: await readFile(join(pki, 'apiserver-kubelet-client.key'), 'utf8') };
+    expect(await kubeletGet('/run/default/stopped/main?cmd=echo+up', { ...client, method: 'POST' })).toEqual({ status: 200, body: 'up\n' });
+    const [container] = await cluster.cri.listContainers({ labelSelector: { 'io.kubernetes.pod.uid': pod.metadata!.uid! } });
+    process.kill(await containerPid(cluster.cri, container!.id), 'SIGKILL');
+    await waitFor('containerd to see the container exited', async () =>
+      (await cluster.cri.containerStatus(container!.id)).state === 'CONTAINER_EXITED' ? true : undefined, 10_000, 5);
+    // From then until nodelet reports the container terminated (its relist runs once a second), requests land in the
+    // window where nodelet's last relist still has the container running and the runtime has not.
+    const answers = new Set<string>();
+    let reported = false;
+    while (!reported) {
+      const answer = await kubeletGet('/run/default/stopped/main?cmd=echo+up', { ...client, method: 'POST' });
+      answers.add(`${answer.status} ${answer.body}`);
+      const status = (await cluster.kubectl.pod('stopped', cluster.uids)).status?.containerStatuses?.[0];
+      reported = status?.state?.terminated !== undefined;
+    }
+    expect([...answers]).toEqual(['500 container not found ("main")']);
+    await kubectl('delete', 'pod', 'stopped', '--wait=true');
+    await waitForRuntimeGone(cluster.cri, [pod.metadata!.uid!]);
   });
 });
 
