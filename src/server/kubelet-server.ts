@@ -82,12 +82,16 @@ function apiJson(value: unknown): string {
 }
 
 /**
- * The runtime's refusal of an exec, attach or run as kubelet answers it: a 500 with the error's text (grpc-go's `rpc error:
- * code = ... desc = ...`); the streaming requests answer a NotFound with 404.
+ * A runtime call of an exec, attach, port-forward or run whose refusal is answered as kubelet answers it: a 500 with the
+ * error's text (grpc-go's `rpc error: code = ... desc = ...`); the streaming requests answer a NotFound with 404.
  */
-function runtimeRefusal(err: unknown, notFoundStatus: 404 | 500): unknown {
-  if (!(err instanceof CriError)) return err;
-  return new RequestError(err.kind === 'NotFound' ? notFoundStatus : 500, kubeletErrorText(err));
+async function refusedAsKubelet<T>(call: Promise<T>, notFoundStatus: 404 | 500): Promise<T> {
+  try {
+    return await call;
+  } catch (err) {
+    if (!(err instanceof CriError)) throw err;
+    throw new RequestError(err.kind === 'NotFound' ? notFoundStatus : 500, kubeletErrorText(err));
+  }
 }
 
 function specContainer(pod: V1Pod, name: string): V1Container | undefined {
@@ -361,6 +365,7 @@ export class KubeletServer {
       try {
         return await call(listed);
       } catch (err) {
+        if (!(err instanceof CriError)) throw err;
         const running = await fromRuntime();
         if (running?.id === listed.id) throw err;
         if (!running) throw notFound();
@@ -383,14 +388,14 @@ export class KubeletServer {
       const sandboxes = await this.opts.runtime.listPodSandbox({ state: 'SANDBOX_READY', labelSelector: { [podUidLabel]: pod.metadata!.uid! } });
       const sandbox = sandboxes.sort((a, b) => b.createdAt - a.createdAt)[0];
       if (!sandbox) throw new RequestError(404, `pod not found ("${podName}_${namespace}")`);
-      return new URL(await this.opts.runtime.portForward(sandbox.id, ports).catch((err: unknown) => Promise.reject(runtimeRefusal(err, 404))));
+      return new URL(await refusedAsKubelet(this.opts.runtime.portForward(sandbox.id, ports), 404));
     }
     const containerName = rest[rest.length - 1]!;
     const streams = parseStreamOptions(query);
     const command = kind === 'exec' ? parseCommand(query) : [];
-    const url = await this.onRunningInstance(pod, containerName, (running) => kind === 'exec'
+    const url = await refusedAsKubelet(this.onRunningInstance(pod, containerName, (running) => kind === 'exec'
       ? this.opts.runtime.exec(running.id, command, streams)
-      : this.opts.runtime.attach(running.id, streams)).catch((err: unknown) => Promise.reject(runtimeRefusal(err, 404)));
+      : this.opts.runtime.attach(running.id, streams)), 404);
     return new URL(url);
   }
 
@@ -402,8 +407,7 @@ export class KubeletServer {
     if (!pod) throw new RequestError(404, 'pod does not exist');
     const cmd = (query.get('cmd') ?? '').split(/\s+/).filter(Boolean);
     if (cmd.length === 0) throw new RequestError(400, 'missing cmd');
-    const result = await this.onRunningInstance(pod, containerName, (running) => this.opts.runtime.execSync(running.id, cmd, 0))
-      .catch((err: unknown) => Promise.reject(runtimeRefusal(err, 500)));
+    const result = await refusedAsKubelet(this.onRunningInstance(pod, containerName, (running) => this.opts.runtime.execSync(running.id, cmd, 0)), 500);
     if (result.exitCode !== 0) {
       return this.reply(res, 500, `command '${cmd.join(' ')}' exited with ${result.exitCode}: ${result.stderr.toString()}`);
     }

@@ -318,13 +318,12 @@ spec:
     // From then until nodelet reports the container terminated (its relist runs once a second), requests land in the
     // window where nodelet's last relist still has the container running and the runtime has not.
     const answers = new Set<string>();
-    let reported = false;
-    while (!reported) {
+    await waitFor('nodelet to report the container terminated', async () => {
       const answer = await kubeletGet('/run/default/stopped/main?cmd=echo+up', { ...client, method: 'POST' });
       answers.add(`${answer.status} ${answer.body}`);
       const status = (await cluster.kubectl.pod('stopped', cluster.uids)).status?.containerStatuses?.[0];
-      reported = status?.state?.terminated !== undefined;
-    }
+      return status?.state?.terminated !== undefined ? true : undefined;
+    }, 60_000, 0);
     expect([...answers]).toEqual(['500 container not found ("main")']);
     await kubectl('delete', 'pod', 'stopped', '--wait=true');
     await waitForRuntimeGone(cluster.cri, [pod.metadata!.uid!]);
