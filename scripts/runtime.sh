@@ -115,7 +115,7 @@ IMAGE_PATH_ENV=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 # Beyond the runtime: openssl (the agent's self-signed kubelet API certificate, the control plane's PKI), ca-certificates
 # (Go fetches the Kubernetes modules over HTTPS) and procps (pgrep): none is in a minimal Debian 12. What only the tests
 # use is installed by scripts/test.sh: a node (the VM test's guest has no network) needs none of it.
-PACKAGES=(containerd runc containernetworking-plugins busybox-static iptables iproute2 gcc libc6-dev openssl ca-certificates procps)
+PACKAGES=(containernetworking-plugins busybox-static iptables iproute2 gcc libc6-dev openssl ca-certificates procps)
 
 if [[ $INSTANCE == main ]]; then TAG="runtime"; else TAG="runtime($INSTANCE)"; fi
 # The instances whose containerd hands networking to a nodelet agent through the CNI shim.
@@ -183,6 +183,33 @@ write_if_changed() {
 
 ensure_packages() { ensure_debian_packages "${PACKAGES[@]}"; }
 
+# The container runtime: containerd 2 and runc at the versions kube/containerd and kube/runc pin, built from their Go
+# modules (scripts/runtime-build.sh) and installed into $RUNTIME_PREFIX, as their release archives install. Where they
+# are installed at those versions already (a VM guest's image carries them), nothing is built.
+RUNTIME_PREFIX=/usr/local/bin
+RUNTIME_PROGRAMS=(containerd containerd-shim-runc-v2 ctr runc)
+pinned_version() { awk -v m="$2" '($1 == m && $2 ~ /^v/) { print $2 } ($1 == "require" && $2 == m) { print $3 }' "$REPO/kube/$1/go.mod"; }
+installed_versions() {
+  "$RUNTIME_PREFIX/containerd" --version 2>/dev/null | awk '{ print $3 }'
+  "$RUNTIME_PREFIX/runc" --version 2>/dev/null | awk 'NR == 1 { print "v" $3 }'
+}
+all_installed() {
+  local p
+  for p in "${RUNTIME_PROGRAMS[@]}"; do [[ -x $RUNTIME_PREFIX/$p ]] || return 1; done
+}
+ensure_runtime() {
+  local want bin p
+  want=$(printf '%s\n' "$(pinned_version containerd github.com/containerd/containerd/v2)" "$(pinned_version runc github.com/opencontainers/runc)")
+  if [[ "$(installed_versions)" == "$want" ]] && all_installed; then return 0; fi
+  bin=$(bash "$REPO/scripts/runtime-build.sh" | tail -n 1) || die "building containerd and runc failed (scripts/runtime-build.sh)"
+  log "installing ${RUNTIME_PROGRAMS[*]} from $bin into $RUNTIME_PREFIX..."
+  for p in "${RUNTIME_PROGRAMS[@]}"; do
+    # A rename: a running containerd or shim keeps its old file.
+    install -m 755 "$bin/$p" "$RUNTIME_PREFIX/.$p.new" && mv -f "$RUNTIME_PREFIX/.$p.new" "$RUNTIME_PREFIX/$p"
+  done
+  [[ "$(installed_versions)" == "$want" ]] || die "installed containerd/runc report $(installed_versions | tr '\n' ' ')instead of $(echo "$want" | tr '\n' ' ')"
+}
+
 # overlayfs is containerd's default and much faster than native (which copies every layer per container); only fall
 # back when the kernel/filesystem under the root dir really cannot mount it.
 choose_snapshotter() {
@@ -203,62 +230,73 @@ choose_snapshotter() {
 containerd_config() {
   cat <<EOF
 # nodelet's own containerd ($INSTANCE instance) — written by scripts/runtime.sh; edits are overwritten.
-version = 2
+# Version 4, containerd 2.4's own (version 3's layout of the CRI plugins; a version 3 file is migrated at every start).
+version = 4
 root = "$ROOT"
 state = "$STATE"
 oom_score = 0
-# Snapshotters that cannot work on this kind of machine; disabled so the log stays free of their load errors.
+# Snapshotters that cannot work on this kind of machine, and NRI (its socket, /var/run/nri/nri.sock, would be shared by
+# every instance); disabled so the log stays free of their load errors.
 disabled_plugins = [
-  "io.containerd.snapshotter.v1.aufs",
   "io.containerd.snapshotter.v1.btrfs",
   "io.containerd.snapshotter.v1.devmapper",
   "io.containerd.snapshotter.v1.zfs",
+  "io.containerd.nri.v1.nri",
 ]
 
-[grpc]
-  address = "$SOCK"
-
-[ttrpc]
-  address = "$STATE/containerd.sock.ttrpc"
-
 [debug]
-  address = "$STATE/debug.sock"
   level = "info"
 
 [plugins]
-  [plugins."io.containerd.internal.v1.opt"]
+  # Version 4 serves its sockets from these plugins (version 3's [grpc], [ttrpc] and [debug] addresses).
+  [plugins.'io.containerd.server.v1.grpc']
+    address = "$SOCK"
+
+  [plugins.'io.containerd.server.v1.ttrpc']
+    address = "$STATE/containerd.sock.ttrpc"
+
+  [plugins.'io.containerd.server.v1.debug']
+    address = "$STATE/debug.sock"
+
+  [plugins.'io.containerd.internal.v1.opt']
     path = "$ROOT/opt"
 
-  [plugins."io.containerd.grpc.v1.cri"]
-    sandbox_image = "$PAUSE_IMAGE"
+  [plugins.'io.containerd.cri.v1.images']
+    snapshotter = "$SNAPSHOTTER"
+
+    [plugins.'io.containerd.cri.v1.images'.pinned_images]
+      sandbox = "$PAUSE_IMAGE"
+
+    # Registries are configured per host (certs.d/<host:port>/hosts.toml: CA, auth-free mirrors), read at each pull.
+    [plugins.'io.containerd.cri.v1.images'.registry]
+      config_path = "$CERTS_DIR"
+
+  [plugins.'io.containerd.cri.v1.runtime']
     # runc cannot lower oom_score_adj on these machines; without this every sandbox fails to start.
     restrict_oom_score_adj = true
-    stream_server_address = "127.0.0.1"
-    stream_server_port = "0"
-    enable_tls_streaming = false
-    disable_tcp_service = true
 
-    [plugins."io.containerd.grpc.v1.cri".containerd]
-      snapshotter = "$SNAPSHOTTER"
+    [plugins.'io.containerd.cri.v1.runtime'.containerd]
       default_runtime_name = "runc"
 
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
         runtime_type = "io.containerd.runc.v2"
 
-        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
           # NODELET_CGROUP_DRIVER: cgroupfs unless systemd manages the cgroups (nodelet's cgroupDriver must match).
           SystemdCgroup = $SYSTEMD_CGROUP
           # Per-instance runc state, so both instances' containers are kept apart and removed with the state dir.
           Root = "$STATE/runc"
 
-    [plugins."io.containerd.grpc.v1.cri".cni]
-      bin_dir = "$CNI_BIN"
+    [plugins.'io.containerd.cri.v1.runtime'.cni]
+      bin_dirs = ["$CNI_BIN"]
       conf_dir = "$NET_DIR"
       max_conf_num = 1
 
-    # Registries are configured per host (certs.d/<host:port>/hosts.toml: CA, auth-free mirrors), read at each pull.
-    [plugins."io.containerd.grpc.v1.cri".registry]
-      config_path = "$CERTS_DIR"
+  [plugins.'io.containerd.grpc.v1.cri']
+    stream_server_address = "127.0.0.1"
+    stream_server_port = "0"
+    enable_tls_streaming = false
+    disable_tcp_service = true
 EOF
 }
 
@@ -578,8 +616,11 @@ verify_images() {
   local id=rigtest-$$ out
   # FIFOs and runc state inside the instance's state dir rather than ctr's defaults under /run/containerd.
   local run_opts=(--snapshotter "$SNAPSHOTTER" --fifo-dir "$STATE/fifo" --runc-root "$STATE/runc")
-  out=$(ctr_ -n k8s.io run --rm "${run_opts[@]}" "$BUSYBOX_IMAGE" "$id" echo ok 2>&1) || true
+  # Only the container's output: on a cgroup v1 host ctr warns on stderr that containerd 2.2 deprecated cgroup v1.
+  local err=$STATE/verify.err
+  out=$(ctr_ -n k8s.io run --rm "${run_opts[@]}" "$BUSYBOX_IMAGE" "$id" echo ok 2>"$err") || true
   if [[ $out != ok ]]; then
+    out+=$(cat "$err")
     ctr_ -n k8s.io tasks rm -f "$id" >/dev/null 2>&1 || true
     ctr_ -n k8s.io containers rm "$id" >/dev/null 2>&1 || true
     die "test container from $BUSYBOX_IMAGE did not print ok: $out"
@@ -782,6 +823,7 @@ cmd_up() {
   local t0=$SECONDS
   take_lock
   ensure_packages
+  ensure_runtime
   choose_snapshotter
   write_configs
   ensure_cni_bin

@@ -55,7 +55,7 @@ export function kubeletErrorText(err: unknown, stripUnknown = false): string {
 // containerd 1.6 answers with code UNKNOWN while its CRI plugin is still starting
 // (fixed upstream later by returning UNAVAILABLE).
 const NOT_INITIALIZED = /server is not initialized yet/;
-// containerd's name registrar returns an untyped error when a sandbox/container name is taken,
+// containerd's name registrar refuses a taken sandbox/container name (containerd 2: FailedPrecondition, 1.x: Unknown),
 // e.g. `failed to reserve sandbox name "...": name "..." is reserved for "<id>"`.
 const NAME_RESERVED = /is reserved for "/;
 // containerd's errdefs.ErrNotFound reads "not found"; when a code path flattens the error chain the
@@ -79,12 +79,14 @@ export function criErrorKind(code: number, details: string): CriErrorKind {
       return 'AlreadyExists';
     case GrpcStatus.CANCELLED:
       return 'Cancelled';
+    case GrpcStatus.FAILED_PRECONDITION:
+      return NAME_RESERVED.test(details) ? 'AlreadyExists' : 'Unknown';
     case GrpcStatus.UNKNOWN:
       if (NOT_INITIALIZED.test(details)) return 'Unavailable';
       if (NAME_RESERVED.test(details)) return 'AlreadyExists';
       if (FLATTENED_NOT_FOUND.test(details)) return 'NotFound';
       return 'Unknown';
-    // FAILED_PRECONDITION (e.g. "process already finished"), INTERNAL, UNIMPLEMENTED (CRI v1 not
+    // INTERNAL, UNIMPLEMENTED (CRI v1 not
     // served), RESOURCE_EXHAUSTED (message too large), ...: no specific reaction; grpcCode keeps the detail.
     default:
       return 'Unknown';

@@ -27,9 +27,10 @@ describe('criErrorKind', () => {
     expect(criErrorKind(status.UNKNOWN, 'server is not initialized yet')).toBe('Unavailable');
   });
 
-  it('maps a reserved sandbox/container name (code Unknown) to AlreadyExists', () => {
+  it('maps a reserved sandbox/container name (containerd 2: FailedPrecondition; 1.x: Unknown) to AlreadyExists', () => {
     const details =
       'failed to reserve sandbox name "web_default_uid_0": name "web_default_uid_0" is reserved for "4f1c0e"';
+    expect(criErrorKind(status.FAILED_PRECONDITION, details)).toBe('AlreadyExists');
     expect(criErrorKind(status.UNKNOWN, details)).toBe('AlreadyExists');
   });
 

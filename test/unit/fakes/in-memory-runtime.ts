@@ -1,13 +1,13 @@
-// An in-memory CRI runtime for unit tests: RuntimeService and ImageService as containerd 1.6's CRI plugin answers them, plus test controls.
+// An in-memory CRI runtime for unit tests: RuntimeService and ImageService as containerd 2's CRI plugin answers them, plus test controls.
 //
-// What it reproduces (checked against the rig's containerd 1.6.20 by test/contract/runtime-contract.ts):
+// What it reproduces (checked against the rig's containerd 2.4.2 by test/contract/runtime-contract.ts):
 // - errors: the gRPC code and message containerd sends, classified by src/cri/errors.ts exactly as CriClient does,
 //   so `CriError.kind`, `.method`, `.grpcCode` and `.message` are what the client would give;
 // - ids: 64 hex digits; every id argument also accepts a unique prefix (containerd's truncindex);
 // - names: a sandbox's `name_namespace_uid_attempt` and a container's `name_<sandbox name>` are reserved until removal;
 // - states: StopContainer of a created or exited container does nothing; StopPodSandbox SIGKILLs running containers
 //   (137) and leaves created ones; StartContainer that fails leaves the container EXITED (128, StartError);
-//   RemoveContainer / RemovePodSandbox stop what still runs and succeed for absent ids;
+//   RemoveContainer / RemovePodSandbox stop what still runs; stops and removals succeed for absent ids;
 // - statuses: reason Completed / Error computed for exited containers unless one was set (OOMKilled, StartError);
 //   ContainerStatus names the image by its first tag and imageRef by its first repo digest, lists by the config's
 //   image and the image id; a sandbox's IPs vanish when it stops; `verbose` adds containerd's `info` JSON.
@@ -102,7 +102,7 @@ export interface InMemoryRuntimeOptions {
   images?: ImageSeed[];
   /** IPs a sandbox that is not in the node's network gets; default 10.88.0.2, 10.88.0.3, ... (as a CNI bridge would). */
   podIPs?: (config: PodSandboxConfig) => string[];
-  /** What Version answers; default containerd 1.6.20 speaking CRI v1. */
+  /** What Version answers; default containerd 2.4.2 speaking CRI v1. */
   version?: Partial<VersionInfo>;
 }
 
@@ -230,7 +230,7 @@ export class InMemoryRuntime implements RuntimeService, ImageService {
   constructor(options: InMemoryRuntimeOptions = {}) {
     this.now = options.now ?? Date.now;
     this.podIPs = options.podIPs ?? (() => [`10.88.0.${(this.ipSeq++ % 253) + 2}`]);
-    this.versionInfo = { version: '0.1.0', runtimeName: 'containerd', runtimeVersion: 'v1.6.20', runtimeApiVersion: 'v1', ...options.version };
+    this.versionInfo = { version: '0.1.0', runtimeName: 'containerd', runtimeVersion: 'v2.4.2', runtimeApiVersion: 'v1', ...options.version };
     for (const seed of options.images ?? []) this.addImage(seed);
   }
 
@@ -268,8 +268,9 @@ export class InMemoryRuntime implements RuntimeService, ImageService {
 
   async stopPodSandbox(podSandboxId: string, opts?: CallOptions): Promise<void> {
     await this.receive('stopPodSandbox', { podSandboxId }, opts);
-    const sandbox = this.findSandbox('stopPodSandbox', podSandboxId, `an error occurred when try to find sandbox "${podSandboxId}"`);
-    this.stopSandbox(sandbox);
+    // containerd 2 stops an unknown sandbox as a stopped one (stops are idempotent).
+    const sandbox = this.findSandbox('stopPodSandbox', podSandboxId, `an error occurred when try to find sandbox "${podSandboxId}"`, true);
+    if (sandbox) this.stopSandbox(sandbox);
   }
 
   async removePodSandbox(podSandboxId: string, opts?: CallOptions): Promise<void> {
@@ -321,7 +322,7 @@ export class InMemoryRuntime implements RuntimeService, ImageService {
     // containerd's order: the sandbox, its running task, the name, then the image.
     const sandbox = this.findSandbox('createContainer', podSandboxId, `failed to find sandbox id "${podSandboxId}"`);
     if (sandbox.state !== 'SANDBOX_READY') {
-      throw this.error('createContainer', GrpcStatus.NOT_FOUND, `failed to get sandbox container task: no running task found: task ${sandbox.id} not found: not found`);
+      throw this.error('createContainer', GrpcStatus.UNKNOWN, `sandbox container "${sandbox.id}" is not running`);
     }
     const sm = sandboxConfig.metadata;
     const name = [config.metadata.name, sm.name, sm.namespace, sm.uid, config.metadata.attempt].join('_');
@@ -372,9 +373,10 @@ export class InMemoryRuntime implements RuntimeService, ImageService {
 
   async stopContainer(containerId: string, timeoutSeconds: number, opts?: CallOptions): Promise<void> {
     await this.receive('stopContainer', { containerId, timeoutSeconds }, opts);
-    const c = this.findContainer('stopContainer', containerId, `an error occurred when try to find container "${containerId}"`);
-    // containerd stops only a running container; a created or exited one is left as it is.
-    if (c.state !== 'CONTAINER_RUNNING') return;
+    // containerd 2 stops an unknown container as a stopped one (stops are idempotent); it stops only a running
+    // container, a created or exited one is left as it is.
+    const c = this.findContainer('stopContainer', containerId, `an error occurred when try to find container "${containerId}"`, true);
+    if (c?.state !== 'CONTAINER_RUNNING') return;
     const response = timeoutSeconds > 0 ? this.stopSignalHandler(this.view(c)) : 'ignore';
     this.exit(c, response === 'ignore' ? killedExitCode : response, '', '');
   }
@@ -714,14 +716,16 @@ export class InMemoryRuntime implements RuntimeService, ImageService {
   private reserveName(method: CriMethod, kind: 'sandbox' | 'container', name: string, id: string): void {
     const holder = this.names.get(name);
     if (holder !== undefined) {
-      throw this.error(method, GrpcStatus.UNKNOWN, `failed to reserve ${kind} name "${name}": name "${name}" is reserved for "${holder}"`);
+      // containerd 2: FailedPrecondition; a container's message also points at a concurrent CreateContainer.
+      const hint = kind === 'container' ? '; check if another CreateContainer request is in progress' : '';
+      throw this.error(method, GrpcStatus.FAILED_PRECONDITION, `failed to reserve ${kind} name "${name}"${hint}: name "${name}" is reserved for "${holder}"`);
     }
     this.names.set(name, id);
   }
 
   /** containerd's truncindex: an exact id or a unique prefix. */
   private lookup<T>(store: Map<string, T>, key: string): T {
-    if (key === '') throw new LookupError(false, "Prefix can't be empty");
+    if (key === '') throw new LookupError(false, "prefix can't be empty");
     const exact = store.get(key);
     if (exact) return exact;
     const matches = [...store.keys()].filter((id) => id.startsWith(key));
@@ -816,7 +820,7 @@ export class InMemoryRuntime implements RuntimeService, ImageService {
     return { id: c.id, podSandboxId: c.podSandboxId, name: c.config.metadata.name, attempt: c.config.metadata.attempt, state: c.state, config: clone(c.config) };
   }
 
-  /** The keys of containerd 1.6's verbose sandbox info (runtimeSpec reduced to what nodelet could read: the netns). */
+  /** The keys of containerd's verbose sandbox info (runtimeSpec reduced to what nodelet could read: the netns). */
   private sandboxInfo(s: SandboxRecord): object {
     const hostNetwork = s.config.linux?.securityContext?.namespaceOptions?.network === 'NODE';
     return {
