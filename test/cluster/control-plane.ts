@@ -353,7 +353,6 @@ export function componentArgs(component: Component, dir: string, s: ClusterSetti
       const peerUrl = `https://${loopback}:${s.etcdPeerPort}`;
       return flags({
         name: s.controlPlaneName,
-        'experimental-initial-corrupt-check': 'true',
         'listen-client-urls': clientUrl,
         'advertise-client-urls': clientUrl,
         'listen-peer-urls': peerUrl,
@@ -370,7 +369,8 @@ export function componentArgs(component: Component, dir: string, s: ClusterSetti
         'peer-client-cert-auth': 'true',
         'snapshot-count': '10000',
         'listen-metrics-urls': `http://${loopback}:${s.etcdMetricsPort}`,
-        'experimental-watch-progress-notify-interval': '5s',
+        'feature-gates': 'InitialCorruptCheck=true',
+        'watch-progress-notify-interval': '5s',
       });
     }
     case 'kube-apiserver':
@@ -461,8 +461,9 @@ function flags(values: Record<string, string>): string[] {
 
 /**
  * The InitConfiguration + ClusterConfiguration (+ KubeletConfiguration) the kubeadm phases read: certificatesDir is
- * DIR/pki, etcd is "local" with the data dir and URLs it really has, and NodeLocalCRISocket (alpha in 1.32) keeps
- * `upload-config kubelet` from annotating a control-plane Node that does not exist (no kubelet runs here).
+ * DIR/pki and etcd is "local" with the data dir and URLs it really has. (kubeadm 1.37 keeps the CRI socket in the node's
+ * own kubelet configuration, NodeLocalCRISocket being GA: `upload-config kubelet` annotates no control-plane Node, which
+ * does not exist here since no kubelet runs for it.)
  */
 export function kubeadmConfig(dir: string, s: ClusterSettings, kubernetesVersion: string, advertise = '127.0.0.1'): string {
   const init = {
@@ -492,10 +493,10 @@ export function kubeadmConfig(dir: string, s: ClusterSettings, kubernetesVersion
         ],
       },
     },
-    featureGates: { NodeLocalCRISocket: true },
   };
-  // No systemd on these hosts: the kubelets that join use the cgroupfs driver.
-  const kubelet = { apiVersion: 'kubelet.config.k8s.io/v1beta1', kind: 'KubeletConfiguration', cgroupDriver: 'cgroupfs' };
+  // No systemd on these hosts: the kubelets that join use the cgroupfs driver. The hosts are cgroup v1, where kubelet
+  // 1.35+ refuses to start unless failCgroupV1 is false.
+  const kubelet = { apiVersion: 'kubelet.config.k8s.io/v1beta1', kind: 'KubeletConfiguration', cgroupDriver: 'cgroupfs', failCgroupV1: false };
   return [init, cluster, kubelet].map((d) => stringify(d)).join('---\n');
 }
 
