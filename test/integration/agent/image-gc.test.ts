@@ -30,35 +30,38 @@ let cri: CriClient | undefined;
 const uids = new Set<string>();
 
 function containerdConfig(): string {
-  return `version = 2
+  return `version = 4
 root = "${root}"
 state = "${state}"
-disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs"]
-[grpc]
-  address = "${socket}"
-[ttrpc]
-  address = "${socket}.ttrpc"
+disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs", "io.containerd.nri.v1.nri"]
 [plugins]
-  [plugins."io.containerd.internal.v1.opt"]
+  [plugins.'io.containerd.server.v1.grpc']
+    address = "${socket}"
+  [plugins.'io.containerd.server.v1.ttrpc']
+    address = "${socket}.ttrpc"
+  [plugins.'io.containerd.internal.v1.opt']
     path = "${root}/opt"
-  [plugins."io.containerd.grpc.v1.cri"]
-    sandbox_image = "${pauseImage}"
+  [plugins.'io.containerd.cri.v1.images']
+    snapshotter = "overlayfs"
+    [plugins.'io.containerd.cri.v1.images'.pinned_images]
+      sandbox = "${pauseImage}"
+    [plugins.'io.containerd.cri.v1.images'.registry]
+      config_path = "${registryHostsDir}"
+  [plugins.'io.containerd.cri.v1.runtime']
     restrict_oom_score_adj = true
+    [plugins.'io.containerd.cri.v1.runtime'.containerd]
+      default_runtime_name = "runc"
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+        runtime_type = "io.containerd.runc.v2"
+        [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+          Root = "${state}/runc"
+    [plugins.'io.containerd.cri.v1.runtime'.cni]
+      bin_dirs = ["/usr/lib/cni"]
+      conf_dir = "${base}/net.d"
+  [plugins.'io.containerd.grpc.v1.cri']
     stream_server_address = "127.0.0.1"
     stream_server_port = "0"
     disable_tcp_service = true
-    [plugins."io.containerd.grpc.v1.cri".containerd]
-      snapshotter = "overlayfs"
-      default_runtime_name = "runc"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-        runtime_type = "io.containerd.runc.v2"
-        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-          Root = "${state}/runc"
-    [plugins."io.containerd.grpc.v1.cri".cni]
-      bin_dir = "/usr/lib/cni"
-      conf_dir = "${base}/net.d"
-    [plugins."io.containerd.grpc.v1.cri".registry]
-      config_path = "${registryHostsDir}"
 `;
 }
 
