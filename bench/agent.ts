@@ -33,6 +33,9 @@ export interface LogLine {
 
 const startTimeoutMs = 120_000;
 
+/** The agent's KubeletConfiguration when the bench is given none: kubelet's defaults, but for failCgroupV1. */
+export const agentKubeletConfig = 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nfailCgroupV1: false\n';
+
 export class BenchAgent {
   private child?: ChildProcess;
   private exited?: Promise<void>;
@@ -42,6 +45,8 @@ export class BenchAgent {
   readonly manifestDir: string;
   readonly rootDir: string;
   readonly podLogsDir: string;
+  /** The KubeletConfiguration the agent gets unless its flags name one (--agent-config). */
+  readonly configFile: string;
 
   private logCopy?: WriteStream;
   /** The inspector's WebSocket URL, once the agent printed it (only when started with `inspect`). */
@@ -53,6 +58,7 @@ export class BenchAgent {
     this.manifestDir = join(base, 'manifests');
     this.rootDir = join(base, 'root');
     this.podLogsDir = join(base, 'pod-logs');
+    this.configFile = join(base, 'agent-kubelet-config.yaml');
   }
 
   get socket(): string {
@@ -74,7 +80,12 @@ export class BenchAgent {
 
   async start(signal: AbortSignal): Promise<void> {
     await mkdir(this.manifestDir, { recursive: true });
+    // These hosts are cgroup v1, where kubelet 1.37 (and nodelet) start only with failCgroupV1 false; the VM's bench
+    // (cgroup v2) is unaffected by it. A --agent-config file must say it itself.
+    const ownConfig = this.extraFlags.some((f) => f === '--config' || f.startsWith('--config='));
+    if (!ownConfig) await writeFile(this.configFile, agentKubeletConfig);
     const args = [
+      ...(ownConfig ? [] : ['--config', this.configFile]),
       '--pod-manifest-path', this.manifestDir,
       '--container-runtime-endpoint', mainEndpoint,
       '--root-dir', this.rootDir,

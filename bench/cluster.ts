@@ -6,7 +6,7 @@
 // present) for 1 pod and for --pods pods created at once, beside the raw CRI floor of the same run; the latency of one pod
 // status write on this API server; and, from the server's audit log, the API requests nodelet made per pod started and its
 // status writes per pod from Pending to Running. With the kubelet peer (--peers floor,kubelet, the default), the real
-// kubelet v1.32.13 is a second node of the same control plane in the same run (bench/kubelet.ts in cluster mode, on its
+// the real kubelet (npm run kube:build) is a second node of the same control plane in the same run (bench/kubelet.ts in cluster mode, on its
 // containerd instance), measured with the same pods bound to it: the table shows floor, kubelet and nodelet.
 //
 // Start of a pod: the bench's high-resolution clock just before its create call (creationTimestamp has second precision).
@@ -385,7 +385,7 @@ export class ClusterPhase {
     }
     const kubeconfig = await nodeCredentials(this.plane!.dir, kubeletNode);
     this.kubelet = new BenchKubelet(this.dir, { kubeconfig, nodeIP: await detectNodeIP(), maxPods: bench.opts.pods, ...(bench.opts.kubeletLog ? { logFile: bench.opts.kubeletLog } : {}) });
-    progress('cluster: starting kubelet v1.32.13 with --kubeconfig (its own containerd)...');
+    progress('cluster: starting kubelet with --kubeconfig (its own containerd)...');
     await this.kubelet.start(bench.signal);
     await this.waitNodeReady(kubeletNode, () => this.kubelet!.running, () => this.kubelet!.recentOutput());
     progress(`cluster: node ${kubeletNode} (kubelet, pid ${this.kubelet.pid}) is Ready; waiting until it is idle...`);

@@ -1,4 +1,4 @@
-// The real kubelet (the same v1.32.13 the project builds from the upstream modules) as nodelet's peer: standalone, on a
+// The real kubelet (the version the project builds from the upstream modules, kube/go.mod's) as nodelet's peer: standalone, on a
 // containerd instance of its own ("kubelet": scripts/runtime.sh, the reference bridge chain on 10.95.0.0/24), running the
 // bench's manifests as static pods.
 //
@@ -24,6 +24,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import type { V1Pod, V1PodList } from '@kubernetes/client-node';
 import { CriClient } from '../src/cri/client.js';
+import { ensureBinaries } from '../test/cluster/control-plane.js';
 import { memoryMB, processCpuMs } from './procfs.js';
 import { isRunning } from './status-client.js';
 import { errorText, now, progress, toEpoch } from './util.js';
@@ -36,11 +37,10 @@ export const kubeletEndpoint = 'unix:///run/nodelet/containerd-kubelet/container
 export const kubeletContainerdPidFile = '/run/nodelet/containerd-kubelet.pid';
 /** kubelet's --hostname-override: its static pods are named `<name>-kubelet-bench`. */
 export const kubeletNode = 'kubelet-bench';
-const kubeletBinary = '/var/cache/nodelet/kube/v1.32.13/bin/kubelet';
 const cgroupMount = '/sys/fs/cgroup';
 const varLibKubelet = '/var/lib/kubelet';
 const sysctls = ['vm/overcommit_memory', 'vm/panic_on_oom', 'kernel/panic', 'kernel/panic_on_oops'];
-/** The iptables chains kubelet 1.32 creates (pkg/kubelet/kubelet_network_linux.go), by table. */
+/** The iptables chains kubelet creates (pkg/kubelet/kubelet_network_linux.go), by table. */
 const kubeletChains: Record<string, string[]> = { mangle: ['KUBE-IPTABLES-HINT', 'KUBE-KUBELET-CANARY'], nat: ['KUBE-KUBELET-CANARY'], filter: ['KUBE-FIREWALL', 'KUBE-KUBELET-CANARY'] };
 const teardownTimeoutMs = 120_000;
 
@@ -293,6 +293,8 @@ export class BenchKubelet {
       containerRuntimeEndpoint: kubeletEndpoint,
       // No systemd as PID 1; runc of that containerd uses cgroupfs too (SystemdCgroup = false).
       cgroupDriver: 'cgroupfs',
+      // These hosts are cgroup v1, where kubelet 1.35 and later refuse to start unless it is false.
+      failCgroupV1: false,
       // Apart from nodelet's kubepods tree, which is at the root of every hierarchy.
       cgroupRoot: `/${this.placement.cgroupRoot}`,
       // kubelet's defaults, and what nodelet does: kubepods/besteffort/pod<uid> per pod, the pods' total limited.
@@ -325,7 +327,8 @@ export class BenchKubelet {
   }
 
   async start(signal: AbortSignal): Promise<void> {
-    if (!existsSync(kubeletBinary)) throw new Error(`no kubelet at ${kubeletBinary} (npm run kube:build)`);
+    // The kubelet of `npm run kube:build`, at kube/go.mod's version (built when it is missing).
+    const kubeletBinary = join(await ensureBinaries(), 'kubelet');
     await mkdir(this.manifestDir, { recursive: true });
     await mkdir(this.rootDir, { recursive: true });
     await mkdir(this.podLogsDir, { recursive: true });

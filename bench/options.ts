@@ -41,7 +41,7 @@ export const usage = `usage: node dist/bench/bench.js [--only startup|probes|clu
                requests per pod) or api (the kubelet API through the real control plane: exec and /run round trips, logs -f
                latency, scrape cost with 110 pods) or pull (a 50 MiB image from a loopback registry through nodelet vs ctr
                images pull into a fresh store, 10 pods of one new image at once); all five by default, in that order
-  --peers L    nodelet's peers: floor (the raw CRI floor, always) and kubelet (the real kubelet v1.32.13, standalone on a
+  --peers L    nodelet's peers: floor (the raw CRI floor, always) and kubelet (the real kubelet of npm run kube:build, standalone on a
                containerd of its own, in the startup and probes phases); default floor,kubelet
   --reps N     repetitions of each start-up measurement (default 5)
   --pods N     pods started at once in the parallel case (default 30)
@@ -60,7 +60,8 @@ export const usage = `usage: node dist/bench/bench.js [--only startup|probes|clu
   --agent-v N  the agent's log verbosity (-v), for diagnosis only (default 0)
   --agent-log FILE  also write the agent's log lines to FILE, for diagnosis
   --agent-config FILE  the agent's KubeletConfiguration (--config): its cgroupDriver must be the rig's containerd's
-               (systemd where scripts/runtime.sh ran with NODELET_CGROUP_DRIVER=systemd, as in the VM's bench)
+               (systemd where scripts/runtime.sh ran with NODELET_CGROUP_DRIVER=systemd, as in the VM's bench), and on
+               a cgroup v1 host it must set failCgroupV1: false (without this option the agent gets a file saying so)
   --kubelet-log FILE  also write kubelet's log (-v 2) to FILE, for diagnosis
   --agent-cpu-prof FILE  diagnosis: start the agent with an inspector on a loopback port and write a V8 CPU profile of
                the probe-load window to FILE (a .cpuprofile, for Chrome DevTools); a summary is printed. The profiler's own

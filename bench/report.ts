@@ -361,7 +361,7 @@ function clusterTable(r: ClusterResults): string {
     `${r.burst.ratio.toFixed(2)}x`, ...vsKubelet(k?.nodeletRatio.burst), `<= ${fmtMs(r.burst.target.maxMs)}`, pf(r.burst.target.pass)], w));
   lines.push(row([`${r.pods} pods, per pod p50`, fmtMs(r.burst.floor.podP50Ms), ...kc(fmtMs(k?.burst.podP50Ms ?? 0)), fmtMs(r.burst.nodelet.podP50Ms)], w));
   lines.push(row([`${r.pods} pods, per pod p99 (rank)`, fmtMs(r.burst.floor.podP99Ms), ...kc(fmtMs(k?.burst.podP99Ms ?? 0)), fmtMs(r.burst.nodelet.podP99Ms)], w));
-  if (k) lines.push(`  kubelet = the real kubelet v1.32.13 as node ${k.node} of the same control plane (its own containerd), the same pods bound to it`);
+  if (k) lines.push(`  kubelet = the real kubelet (npm run kube:build) as node ${k.node} of the same control plane (its own containerd), the same pods bound to it`);
   lines.push('');
   lines.push('samples (ms):');
   lines.push(`  1 pod    floor   ${r.single.floor.samplesMs.join(', ')}`);

@@ -185,7 +185,7 @@ export class Bench {
     const { opts } = this;
     // The same one on a restart: it keeps the record of the host as it was before kubelet first ran.
     this.kubelet ??= new BenchKubelet(this.base, { maxPods: Math.max(opts.pods, opts.bigPods, opts.probePods), logFile: opts.kubeletLog });
-    progress('kubelet: starting standalone (v1.32.13, its own containerd)...');
+    progress('kubelet: starting standalone (its own containerd)...');
     await this.kubelet.start(this.signal);
     progress(`kubelet started (pid ${this.kubelet.pid}; /pods on 127.0.0.1:${this.kubelet.ports.readOnlyPort}); waiting until it is idle...`);
     await this.kubelet.waitIdle(this.signal);

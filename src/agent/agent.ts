@@ -12,10 +12,21 @@ import { hostLocalSubnets } from '../cni/conflist.js';
 import { CniExecutor } from '../cni/executor.js';
 import { PodNetwork } from '../cni/pod-network.js';
 import { CniShimServer } from '../cni/shim-server.js';
-import { BusctlSystemdUnits, PodCgroupManager } from '../host/cgroups.js';
+import { BusctlSystemdUnits, detectCgroupVersion, PodCgroupManager, type HostCgroupVersion } from '../host/cgroups.js';
 import { isSwapOn } from '../host/swap.js';
 import { ForgottenShimCollector } from '../host/runtime-shims.js';
-import { cgroupDriverFromStatusInfo, contentStoreDirFromStatusInfo, sandboxImageFromStatusInfo, networkNotReadyError, type CgroupDriver } from '../cri/runtime-info.js';
+import {
+  cgroupDriverFromRuntimeConfig,
+  contentStoreDirFromStatusInfo,
+  networkNotReadyError,
+  runtimeConfigRequiredFrom,
+  runtimeConfigUnimplementedMessage,
+  sandboxImageFromStatusInfo,
+  UnknownCgroupDriverError,
+  type CgroupDriver,
+} from '../cri/runtime-info.js';
+import { isUnimplemented } from '../cri/errors.js';
+import type { CallOptions, RuntimeConfig } from '../cri/types.js';
 import { runHealthzServer } from './healthz.js';
 import { HeapMode } from './heap-mode.js';
 import { resolvConfLimitWarning } from '../execution/dns.js';
@@ -55,11 +66,11 @@ export interface CgroupHost {
 }
 
 /**
- * The cgroup driver pods get. kubelet 1.32 takes the runtime's when it tells (KubeletCgroupDriverFromCRI: it asks CRI
- * RuntimeConfig; containerd 1.6 tells in its verbose Status) and overrides its configuration silently; nodelet refuses a
- * configured driver that differs from the runtime's, naming both, since one of the two configurations is wrong. Without
- * an answer from the runtime the configured driver is used. systemd needs systemd as PID 1, and nodelet implements it
- * on cgroup v2 only: elsewhere it is refused, naming the field.
+ * The cgroup driver pods get. kubelet 1.37 takes the runtime's when it tells (CRI RuntimeConfig, see
+ * cgroupDriverFromCri) and overrides its configuration with it; nodelet refuses a configured driver that differs from
+ * the runtime's, naming both, since one of the two configurations is wrong. Without an answer from the runtime the
+ * configured driver is used. systemd needs systemd as PID 1, and nodelet implements it on cgroup v2 only: elsewhere it
+ * is refused, naming the field.
  */
 export function effectiveCgroupDriver(configured: CgroupDriver, runtime: CgroupDriver | undefined, host: CgroupHost): CgroupDriver {
   if (runtime && runtime !== configured) {
@@ -73,6 +84,95 @@ export function effectiveCgroupDriver(configured: CgroupDriver, runtime: CgroupD
     throw new AgentConfigError(`cgroupDriver: systemd ${origin} cannot be used: ${missing}; configure the runtime and cgroupDriver for cgroupfs`);
   }
   return configured;
+}
+
+/** kubelet 1.37's refusal of a cgroup v1 host while failCgroupV1 is true (pkg/kubelet/apis/config/validation/validation_linux.go). */
+export const cgroupV1RefusedMessage =
+  'kubelet is configured to not run on a host using cgroup v1. cgroup v1 support is unsupported and will be removed in a future release';
+
+/** kubelet 1.37's warning on a cgroup v1 host (pkg/kubelet/cm/container_manager.go CgroupV1DeprecatedWarning). */
+export const cgroupV1DeprecatedWarning =
+  'cgroup v1 detected. cgroup v1 support is deprecated and will be removed in a future release. Please migrate to cgroup v2. ' +
+  'More information at https://git.k8s.io/enhancements/keps/sig-node/5573-remove-cgroup-v1';
+
+/** kubelet 1.37's warning on cgroup v2 without the root's cpu.stat (CgroupV2KernelWarning, its missing space included). */
+export const cgroupV2KernelWarning =
+  "cgroup v2 is being used on a kernel, which doesn't support root `cpu.stat`.Kubelet will continue, but may experience instability or wrong behavior";
+
+/** What kubelet's cgroup version check leaves of a host it starts on. */
+export interface CgroupVersionCheck {
+  /** kubelet_cgroup_version. */
+  version: 1 | 2;
+  /** What kubelet logs at -v 2 ("Warning: cgroup check") about the host. */
+  warning?: string;
+  /** The Warning event kubelet records on its Node (cgroup v1: reason CgroupV1, pkg/kubelet/events). */
+  event?: { reason: string; message: string };
+}
+
+/**
+ * kubelet 1.37 on the host's cgroup version. With failCgroupV1 (its default) a cgroup v1 host is refused before anything
+ * runs: its configuration validation fails with kubelet's words, named here by the field. With failCgroupV1 false it
+ * starts, and as its Run begins (cgroupVersionCheck, pkg/kubelet/kubelet_linux.go) logs the deprecation at -v 2 and
+ * records it as a Warning event CgroupV1 on the Node; on cgroup v2 only a root cgroup without cpu.stat (kernels before
+ * 5.8) is logged.
+ */
+export function cgroupVersionCheck(failCgroupV1: boolean, host: HostCgroupVersion): CgroupVersionCheck {
+  if (host.version === 1) {
+    if (failCgroupV1) throw new AgentConfigError(`failCgroupV1: ${cgroupV1RefusedMessage}`);
+    return { version: 1, warning: cgroupV1DeprecatedWarning, event: { reason: 'CgroupV1', message: cgroupV1DeprecatedWarning } };
+  }
+  return host.rootCpuStat ? { version: 2 } : { version: 2, warning: cgroupV2KernelWarning };
+}
+
+export interface CriCgroupDriverDeps {
+  runtime: { runtimeConfig(opts?: CallOptions): Promise<RuntimeConfig> };
+  log: Logger;
+  /** Waits between attempts; resolves early when the agent stops. */
+  sleep: (ms: number) => Promise<void>;
+  signal?: AbortSignal;
+  /** kubelet_cri_losing_support{version}: the runtime lacks RuntimeConfig, which kubelet `version` requires. */
+  losingSupport: (version: string) => void;
+  /** One call's deadline (kubelet's is its runtime request timeout; nodelet does not hold its start that long). */
+  timeoutMs?: number;
+}
+
+/** kubelet's attempts at RuntimeConfig at start, and the wait after a failed one (getCgroupDriverFromCRI). */
+const runtimeConfigAttempts = 3;
+const runtimeConfigRetryMs = 2_000;
+
+/**
+ * The runtime's cgroup driver, asked as kubelet 1.37 asks it at start (cmd/kubelet/app/server.go getCgroupDriverFromCRI):
+ * CRI RuntimeConfig, tried 3 times 2 s apart while it fails. A runtime that does not implement it (Unimplemented: containerd
+ * before 2.0) is counted in kubelet_cri_losing_support{version="1.38.0"} with kubelet's log line, and the
+ * configured driver stays (undefined); so it does when the answer has no Linux configuration. A driver kubelet does
+ * not know refuses the start. kubelet also exits when every attempt failed; nodelet starts without the runtime (pods
+ * wait for it) and keeps the configured driver, saying so.
+ */
+export async function cgroupDriverFromCri(deps: CriCgroupDriverDeps): Promise<CgroupDriver | undefined> {
+  const { runtime, log, signal } = deps;
+  let lastError: unknown;
+  for (let attempt = 1; attempt <= runtimeConfigAttempts && !signal?.aborted; attempt++) {
+    let answer: RuntimeConfig;
+    try {
+      answer = await runtime.runtimeConfig({ timeoutMs: deps.timeoutMs ?? 2_000, ...(signal ? { signal } : {}) });
+    } catch (err) {
+      if (isUnimplemented(err)) {
+        deps.losingSupport(runtimeConfigRequiredFrom);
+        log.info(runtimeConfigUnimplementedMessage);
+        return undefined;
+      }
+      lastError = err;
+      if (attempt < runtimeConfigAttempts) await deps.sleep(runtimeConfigRetryMs);
+      continue;
+    }
+    try {
+      return cgroupDriverFromRuntimeConfig(answer);
+    } catch (err) {
+      throw err instanceof UnknownCgroupDriverError ? new AgentConfigError(err.message, { cause: err }) : err;
+    }
+  }
+  log.warn({ err: lastError }, 'Container runtime not reachable: using cgroupDriver from the configuration');
+  return undefined;
 }
 
 /** The status socket of an agent with this root dir (read by `nodelet pods`). */
@@ -106,6 +206,8 @@ export class Agent {
     const { config, log } = this;
     const clock = systemClock;
     if (!config.podManifestPath && !config.kubeconfig) throw new AgentConfigError('--pod-manifest-path is required (standalone mode, without --kubeconfig)');
+    // kubelet's configuration validation refuses a cgroup v1 host first (failCgroupV1); its warnings wait for the Run.
+    const cgroupCheck = cgroupVersionCheck(config.kubelet.failCgroupV1, await detectCgroupVersion());
     // kubelet's container manager refuses these before anything runs.
     if (config.kubelet.failSwapOn && (await isSwapOn())) {
       throw new AgentConfigError('failSwapOn: running with swap on is not supported, please disable swap or set failSwapOn (--config) to false');
@@ -114,16 +216,19 @@ export class Agent {
     const node = nodeName(config.hostnameOverride);
     const metrics = new KubeletMetrics(node, clock.now);
     const runtime = instrumentRuntime(new CriClient(config.runtimeEndpoint, { requestTimeoutMs: config.runtimeRequestTimeoutMs, log }), metrics);
-    // The runtime's driver, when it is up now (nodelet starts without a runtime; pods wait for it).
-    const runtimeDriver = await runtime.statusInfo({ signal, timeoutMs: 2_000 }).then(cgroupDriverFromStatusInfo, (err: unknown) => {
-      log.warn({ err }, 'Container runtime not reachable: using cgroupDriver from the configuration');
-      return undefined;
-    });
     let cgroupDriver: CgroupDriver;
     try {
+      // The runtime's driver, when it is up now (nodelet starts without a runtime; pods wait for it).
+      const runtimeDriver = await cgroupDriverFromCri({
+        runtime,
+        log,
+        sleep: (ms) => clock.sleep(ms, signal),
+        signal,
+        losingSupport: (version) => metrics.criLosingSupport(version),
+      });
       const host = { systemdRunning: await access('/run/systemd/system').then(() => true, () => false), unified: cgroupfs.unified };
       cgroupDriver = effectiveCgroupDriver(config.kubelet.cgroupDriver, runtimeDriver, host);
-      if (runtimeDriver) log.info({ cgroupDriver }, "cgroupDriver matches the container runtime's");
+      if (runtimeDriver) log.info({ cgroupDriver }, 'Using cgroup driver setting received from the CRI runtime');
       // kubelet's cgroupManager.Validate: the cgroup root must exist in every hierarchy pods use.
       const missingRoot = await cgroupfs.missingRoot();
       if (missingRoot.length > 0) {
@@ -349,6 +454,10 @@ export class Agent {
       throw new AgentConfigError(`cannot serve the kubelet API on ${config.kubelet.address}:${config.kubelet.port}: ${(err as Error).message}`, { cause: err });
     }
     log.info({ address: config.kubelet.address, port: kubeletApi.port }, 'Kubelet API listening (HTTPS)');
+    // kubelet's cgroupVersionCheck as its Run begins.
+    metrics.cgroupVersion(cgroupCheck.version);
+    if (cgroupCheck.warning) log.debug({ error: cgroupCheck.warning }, 'Warning: cgroup check');
+    if (cgroupCheck.event) events.nodeEvent('Warning', cgroupCheck.event.reason, cgroupCheck.event.message);
     // kubelet checks the host resolver file against the pods' limits once, when its sync loop starts.
     const { resolvConf, clusterDomain } = config.kubelet;
     if (resolvConf) {

@@ -65,6 +65,11 @@ export interface KubeletConfiguration {
   cgroupRoot: string;
   /** Refuse to start while swap is on (/proc/swaps). */
   failSwapOn: boolean;
+  /**
+   * Refuse to start on a cgroup v1 host (kubelet 1.37's default true); false starts there with kubelet's deprecation
+   * warning (see agent's cgroupVersionCheck).
+   */
+  failCgroupV1: boolean;
   /** Pull one image at a time (kubelet's default true; false when maxParallelImagePulls of 2 or more is set and this is not). */
   serializeImagePulls: boolean;
   /** At most this many parallel pulls (only without serializeImagePulls); undefined: no limit. */
@@ -184,6 +189,8 @@ export function defaultKubeletConfiguration(): KubeletConfiguration {
     enforceNodeAllocatable: ['pods'],
     cgroupRoot: '/',
     failSwapOn: true,
+    // kubelet 1.37's v1beta1 default (SetDefaults_KubeletConfiguration: FailCgroupV1 nil -> true).
+    failCgroupV1: true,
     serializeImagePulls: true,
     imageGCHighThresholdPercent: 85,
     imageGCLowThresholdPercent: 80,
@@ -290,7 +297,6 @@ const ignoredFields: Record<string, IgnoredField> = {
   tracing: { kind: 'object' },
   localStorageCapacityIsolation: { kind: 'bool', default: true },
   imageServiceEndpoint: { kind: 'string' },
-  failCgroupV1: { kind: 'bool', default: false },
   userNamespaces: { kind: 'object' },
 };
 
@@ -664,6 +670,7 @@ export function parseKubeletConfiguration(text: string, source: string): Kubelet
         break;
       case 'registerNode':
       case 'failSwapOn':
+      case 'failCgroupV1':
         out[field] = r.bool(field, value);
         break;
       case 'rotateCertificates':
@@ -813,7 +820,10 @@ export function resolveKubeletConfiguration(
   return config;
 }
 
-/** The kubelet API's flags (kubelet's names), given on the command line, over the file: each checked as its field is. */
+/**
+ * The kubelet API's flags and --fail-cgroupv1 (kubelet's names), given on the command line, over the file: each checked
+ * as its field is.
+ */
 function applyServerFlags(config: KubeletConfiguration, flags: ReadonlyMap<string, string>, explicit: ReadonlySet<string>): void {
   const given = (flag: string) => (explicit.has(flag) ? flags.get(flag) : undefined);
   const r = new FieldReader('command line');
@@ -846,4 +856,6 @@ function applyServerFlags(config: KubeletConfiguration, flags: ReadonlyMap<strin
   if ((value = given('authorization-webhook-cache-unauthorized-ttl')) !== undefined) {
     config.authorization.webhook.cacheUnauthorizedTTLMs = parseGoDuration(value);
   }
+  // kubelet 1.37 keeps this flag undeprecated (cmd/kubelet/app/options: notDeprecated), unlike its other config flags.
+  if ((value = given('fail-cgroupv1')) !== undefined) config.failCgroupV1 = bool('fail-cgroupv1', value);
 }

@@ -14,7 +14,7 @@ export function nodeletVersion(): string {
   return cached;
 }
 
-/** Node.status.nodeInfo.kubeletVersion for this build, e.g. v1.32.0+nodelet.0.1.0. */
+/** Node.status.nodeInfo.kubeletVersion for this build, e.g. v1.37.0+nodelet.0.1.0. */
 export function kubeletVersion(): string {
   return nodeletKubeletVersion(nodeletVersion());
 }

@@ -57,6 +57,7 @@ export const agentFlags: FlagSpec[] = [
   { name: 'authorization-mode', kind: 'string', default: 'Webhook', help: 'AlwaysAllow or Webhook (SubjectAccessReview; cluster mode)' },
   { name: 'authorization-webhook-cache-authorized-ttl', kind: 'duration', default: '5m', help: 'How long allowed SubjectAccessReview answers are cached' },
   { name: 'authorization-webhook-cache-unauthorized-ttl', kind: 'duration', default: '30s', help: 'How long denied SubjectAccessReview answers are cached' },
+  { name: 'fail-cgroupv1', kind: 'bool', default: 'true', help: 'Refuse to start on a host using cgroup v1 (failCgroupV1 in --config); false starts there with a deprecation warning' },
   { name: 'logging-format', kind: 'string', default: '', help: 'json or text (default: text on a terminal, json otherwise)' },
   { name: 'v', kind: 'int', default: '0', help: 'Log verbosity: 0-1 info, 2-3 debug, 4+ trace' },
 ];

@@ -8,13 +8,13 @@ import { tryParseQuantity } from '../core/quantity.js';
 import { aggregateMessage } from '../core/sync-result.js';
 import { formatResourceList, nodeAllocatable, nodeCapacity, type NodeReservation, type ResourceList } from '../host/allocatable.js';
 
-/** The Kubernetes release whose kubelet behaviour nodelet follows (kubectl on these machines is v1.32). */
-export const kubernetesVersion = 'v1.32.0';
+/** The Kubernetes release whose kubelet behaviour nodelet follows (the kubectl built from kube/go.mod is v1.37). */
+export const kubernetesVersion = 'v1.37.0';
 
 /**
  * nodelet's kubeletVersion: the Kubernetes version it follows, with nodelet and its package version as semver build
- * metadata (the form k3s uses, "v1.32.0+k3s1"). Build metadata does not count in version comparisons, so version-skew
- * logic sees a 1.32 kubelet, while `kubectl get nodes` shows which agent runs there.
+ * metadata (the form k3s uses, "v1.37.0+k3s1"). Build metadata does not count in version comparisons, so version-skew
+ * logic sees a 1.37 kubelet, while `kubectl get nodes` shows which agent runs there.
  */
 export function nodeletKubeletVersion(packageVersion: string): string {
   return `${kubernetesVersion}+nodelet.${packageVersion.replace(/[^0-9A-Za-z.-]/g, '-')}`;
@@ -239,7 +239,7 @@ export function setNodeStatus(node: V1Node, inputs: NodeStatusInputs, now: Date)
       ? `${inputs.runtime.name}://${inputs.runtime.version}`
       : (previousInfo?.containerRuntimeVersion ?? ''),
     kubeletVersion: inputs.kubeletVersion,
-    // Deprecated; kubelet 1.32 (DisableNodeKubeProxyVersion) leaves it empty.
+    // Deprecated; kubelet 1.37 leaves it empty (DisableNodeKubeProxyVersion, on and locked since 1.36).
     kubeProxyVersion: '',
     operatingSystem: 'linux',
     architecture: inputs.machine.architecture,

@@ -30,6 +30,8 @@ export interface ContainerObservation {
   message?: string;
   image: string;
   imageRef: string;
+  /** The uid, gid and supplemental groups its first process started with, as the runtime reports them. */
+  user?: { uid: number; gid: number; supplementalGroups: number[] };
   /** The preStop hook and ports kept in annotations, for containers whose spec is gone. */
   preStop?: V1LifecycleHandler;
   ports?: V1ContainerPort[];

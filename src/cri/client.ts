@@ -25,6 +25,7 @@ import type {
   PodSandboxFilter,
   PodSandboxMetadata,
   PodSandboxStatus,
+  RuntimeConfig,
   RuntimeService,
   RuntimeStatus,
   StatsService,
@@ -159,6 +160,12 @@ export class CriClient implements RuntimeService, ImageService, StreamingService
   async statusInfo(opts?: CallOptions): Promise<Record<string, string>> {
     const r = await this.call<WireStatusResponse>('Status', { verbose: true }, this.timeouts.readTimeoutMs, opts);
     return r.info ?? {};
+  }
+
+  /** CRI RuntimeConfig: the runtime's configuration kubelet adopts at start; Unimplemented on runtimes before it (containerd before 2.0). */
+  async runtimeConfig(opts?: CallOptions): Promise<RuntimeConfig> {
+    const r = await this.call<WireRuntimeConfigResponse>('RuntimeConfig', {}, this.timeouts.readTimeoutMs, opts);
+    return r.linux ? { linux: { cgroupDriver: r.linux.cgroupDriver } } : {};
   }
 
   async runPodSandbox(config: PodSandboxConfig, runtimeHandler = '', opts?: CallOptions): Promise<string> {
@@ -343,6 +350,9 @@ export class CriClient implements RuntimeService, ImageService, StreamingService
       annotations: s.annotations,
       mounts: s.mounts,
       logPath: s.logPath,
+      ...(s.user?.linux
+        ? { user: { uid: Number(s.user.linux.uid), gid: Number(s.user.linux.gid), supplementalGroups: s.user.linux.supplementalGroups.map(Number) } }
+        : {}),
       info: r.info,
     };
   }
@@ -517,6 +527,10 @@ interface WireStatusResponse {
   info?: Record<string, string>;
 }
 
+interface WireRuntimeConfigResponse {
+  linux: { cgroupDriver: 'SYSTEMD' | 'CGROUPFS' | number } | null;
+}
+
 interface WirePodSandbox {
   id: string;
   metadata: PodSandboxMetadata | null;
@@ -558,6 +572,7 @@ interface WireContainerStatusResponse {
         message: string;
         mounts: Mount[];
         logPath: string;
+        user: { linux: { uid: Int64; gid: Int64; supplementalGroups: Int64[] } | null } | null;
       })
     | null;
   info: KeyValueMap;

@@ -122,6 +122,11 @@ export function isUnavailable(err: unknown): boolean {
   return err instanceof CriError && err.kind === 'Unavailable';
 }
 
+/** The runtime does not implement the method (gRPC Unimplemented), e.g. RuntimeConfig on containerd before 2.0. */
+export function isUnimplemented(err: unknown): boolean {
+  return err instanceof CriError && err.grpcCode === GrpcStatus.UNIMPLEMENTED;
+}
+
 /** The gRPC code of a failed CRI call as Go names it (kubelet's metric labels): "Unknown" when there is none. */
 export function grpcCodeName(err: unknown): string {
   const code = err instanceof CriError ? err.grpcCode : undefined;

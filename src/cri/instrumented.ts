@@ -7,6 +7,7 @@ const operationTypes: Record<string, string> = {
   version: 'version',
   status: 'status',
   statusInfo: 'status',
+  runtimeConfig: 'runtime_config',
   runPodSandbox: 'run_podsandbox',
   stopPodSandbox: 'stop_podsandbox',
   removePodSandbox: 'remove_podsandbox',

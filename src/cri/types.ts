@@ -232,7 +232,16 @@ export interface ContainerStatus {
   annotations: KeyValueMap;
   mounts: Mount[];
   logPath: string;
+  /** The identities the container's first process started with, when the runtime reports them (containerd >= 2.0). */
+  user?: LinuxContainerUser;
   info: KeyValueMap;
+}
+
+/** CRI LinuxContainerUser: the uid, gid and supplemental groups a container's first process started with. */
+export interface LinuxContainerUser {
+  uid: number;
+  gid: number;
+  supplementalGroups: number[];
 }
 
 export interface RuntimeCondition {
@@ -251,6 +260,14 @@ export interface VersionInfo {
   runtimeName: string;
   runtimeVersion: string;
   runtimeApiVersion: string;
+}
+
+/**
+ * CRI RuntimeConfig's answer: the runtime's Linux configuration, when it sent one. The cgroup driver is the enum's name,
+ * or its number when this API does not know the value.
+ */
+export interface RuntimeConfig {
+  linux?: { cgroupDriver: 'SYSTEMD' | 'CGROUPFS' | number };
 }
 
 export interface ExecSyncResult {

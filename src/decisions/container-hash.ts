@@ -1,4 +1,4 @@
-// kubelet's container hash (pkg/kubelet/container HashContainer, 1.32): FNV-32a of the spew dump of the JSON of the
+// kubelet's container hash (pkg/kubelet/container HashContainer, the same in 1.32 and 1.37): FNV-32a of the spew dump of the JSON of the
 // container's name and image, the only fields of a running container that may change. The same value kubelet writes in
 // io.kubernetes.container.hash, so either agent reads the other's containers as current. A running container whose
 // hash differs from its spec is replaced.

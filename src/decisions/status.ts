@@ -70,8 +70,9 @@ function probedReady(input: StatusInput, spec: V1Container, kind: ContainerKind,
 }
 
 /**
- * kubelet's status.volumeMounts (RecursiveReadOnlyMounts, beta and on in 1.32): the container's mounts as specified; a
- * read-only one says recursiveReadOnly Disabled, as containerd 1.6 cannot make one recursively read-only.
+ * kubelet's status.volumeMounts (RecursiveReadOnlyMounts, GA and always on in 1.37): the container's mounts as
+ * specified; a read-only one says recursiveReadOnly Disabled, as kubelet reports it where the runtime handler cannot make
+ * one recursively read-only (containerd 1.6; nodelet asks no runtime for one).
  */
 function volumeMountStatuses(spec: V1Container): Pick<V1ContainerStatus, 'volumeMounts'> {
   if (!spec.volumeMounts?.length) return {};
@@ -114,6 +115,8 @@ function containerStatus(input: StatusInput, spec: V1Container, kind: ContainerK
     image: spec.image ?? latest.image,
     imageID: latest.imageRef,
     containerID: `${runtimeName}://${latest.id}`,
+    // kubelet (SupplementalGroupsPolicy, GA in 1.35): the identities the runtime reports the process started with.
+    ...(latest.user ? { user: { linux: { uid: latest.user.uid, gid: latest.user.gid, supplementalGroups: latest.user.supplementalGroups } } } : {}),
   };
   const previous = previousContainer(state, spec.name);
   if (previous?.state === 'exited') status.lastState = terminatedState(previous, runtimeName);
@@ -197,8 +200,11 @@ function condition(type: string, ok: boolean, input: StatusInput, reason?: strin
   const status = ok ? 'True' : 'False';
   const prev = input.previous?.conditions?.find((c) => c.type === type);
   const lastTransitionTime = prev && prev.status === status && prev.lastTransitionTime ? prev.lastTransitionTime : input.now;
+  const observedGeneration = input.pod.metadata?.generation;
   return {
     type,
+    // kubelet (PodObservedGenerationTracking, GA in 1.35): the generation of the spec the condition was computed from.
+    ...(observedGeneration ? { observedGeneration } : {}),
     status,
     lastProbeTime: null as unknown as undefined,
     lastTransitionTime,
@@ -239,6 +245,19 @@ export function readinessGatesChangeReady(pod: V1Pod, status: V1PodStatus | unde
   return (ready.status === 'True') !== gatesReady;
 }
 
+/**
+ * Why kubelet 1.37 would make a new sandbox for the pod (PodSandboxChanged), the message of PodReadyToStartContainers
+ * False with reason PodSandboxNotReady; undefined while the newest sandbox is ready with its IP.
+ */
+function sandboxNotReadyMessage(pod: V1Pod, state: PodRuntimeState): string | undefined {
+  const newest = state.sandboxes[0];
+  if (!newest) return 'no pod sandbox exists';
+  if (state.sandboxes.filter((s) => s.ready).length > 1) return 'multiple pod sandboxes are ready and need to be reconciled';
+  if (!newest.ready) return 'pod sandbox is not ready';
+  if (pod.spec?.hostNetwork !== true && newest.ips.length === 0) return 'pod sandbox has no IP address';
+  return undefined;
+}
+
 export function derivePodStatus(input: StatusInput): V1PodStatus {
   const { pod, state, previous, hostIP } = input;
   const containers = pod.spec?.containers ?? [];
@@ -258,14 +277,14 @@ export function derivePodStatus(input: StatusInput): V1PodStatus {
   // kubelet: PodFailed for a Failed pod (its containers may still be terminating), PodCompleted for a Succeeded one.
   const notReadyReason = completed ? (phase === 'Failed' ? 'PodFailed' : 'PodCompleted') : 'ContainersNotReady';
   const notReadyMessage = completed ? undefined : `containers with unready status: [${unready.join(' ')}]`;
-  const sandboxReady = !!sandbox?.ready && (pod.spec?.hostNetwork === true || sandbox.ips.length > 0);
+  const sandboxNotReady = sandboxNotReadyMessage(pod, state);
 
   const containersReadyCondition = condition('ContainersReady', containersReady, input, containersReady ? undefined : notReadyReason, containersReady ? undefined : notReadyMessage);
 
   const status: V1PodStatus = {
     phase,
     conditions: [
-      condition('PodReadyToStartContainers', sandboxReady, input),
+      condition('PodReadyToStartContainers', !sandboxNotReady, input, sandboxNotReady && 'PodSandboxNotReady', sandboxNotReady),
       condition('Initialized', initialized.ok, input, initialized.reason, initialized.message),
       readyCondition(pod, containersReadyCondition, input),
       containersReadyCondition,
@@ -292,5 +311,7 @@ export function derivePodStatus(input: StatusInput): V1PodStatus {
     status.reason = input.rejection.reason;
     status.message = input.rejection.message;
   }
+  // kubelet's status manager (CalculatePodStatusObservedGeneration): the generation of the spec this status reflects.
+  if (pod.metadata?.generation) status.observedGeneration = pod.metadata.generation;
   return status;
 }

@@ -3,14 +3,6 @@ import type { V1ConfigMap, V1Container, V1EnvVarSource, V1Pod, V1Secret } from '
 import { isObjectNotFound, type ApiObjectSource } from '../core/api-objects.js';
 import { SyncError } from '../core/sync-result.js';
 
-/**
- * kubelet's env var name rule for envFrom keys (IsRelaxedEnvVarName, on by default since Kubernetes 1.32): not empty,
- * printable ASCII only, no '='.
- */
-export function isValidEnvName(name: string): boolean {
-  return name.length > 0 && /^[\x20-\x7e]+$/.test(name) && !name.includes('=');
-}
-
 /** A missing object or key: the container is not created (CreateContainerConfigError with kubelet's message). */
 function configError(err: unknown): SyncError {
   if (err instanceof SyncError) return err;
@@ -31,15 +23,14 @@ const decode = (b64: string) => Buffer.from(b64, 'base64').toString('utf8');
 export interface ApiEnvContext {
   /** Undefined in standalone mode. */
   objects?: ApiObjectSource;
-  /** Keys of an envFrom source skipped as invalid names: kubelet's InvalidEnvironmentVariableNames warning. */
-  onInvalidKeys?: (message: string) => void;
   /** Cancels the reads (the pod's sync was cancelled). */
   signal?: AbortSignal;
 }
 
 /**
  * The variables of the container's envFrom sources in order (a later source overrides an earlier one); a missing
- * optional object is skipped, keys that are not valid names are skipped and reported.
+ * optional object is skipped. Every key is taken with its prefix: kubelet 1.37 validates none (the API server checks
+ * the keys and the prefix) and no longer reports InvalidEnvironmentVariableNames.
  */
 export async function envFromSources(pod: V1Pod, container: V1Container, ctx: ApiEnvContext): Promise<Map<string, string>> {
   const env = new Map<string, string>();
@@ -47,36 +38,22 @@ export async function envFromSources(pod: V1Pod, container: V1Container, ctx: Ap
   for (const from of container.envFrom ?? []) {
     const prefix = from.prefix ?? '';
     let entries: [string, string][];
-    let what: string;
     if (from.configMapRef) {
       const name = from.configMapRef.name ?? '';
       if (!ctx.objects) throw configError(new Error(`couldn't get configMap ${namespace}/${name}, no kubeClient defined`));
       const cm = await lookup<V1ConfigMap>(() => ctx.objects!.getConfigMap(namespace, name, ctx.signal), from.configMapRef.optional === true);
       if (!cm) continue;
       entries = Object.entries(cm.data ?? {});
-      what = `configMap ${namespace}/${name}`;
     } else if (from.secretRef) {
       const name = from.secretRef.name ?? '';
       if (!ctx.objects) throw configError(new Error(`couldn't get secret ${namespace}/${name}, no kubeClient defined`));
       const secret = await lookup<V1Secret>(() => ctx.objects!.getSecret(namespace, name, ctx.signal), from.secretRef.optional === true);
       if (!secret) continue;
       entries = Object.entries(secret.data ?? {}).map(([k, v]) => [k, decode(v)]);
-      what = `secret ${namespace}/${name}`;
     } else {
       continue;
     }
-    const invalid: string[] = [];
-    for (const [key, value] of entries) {
-      const name = prefix + key;
-      if (!isValidEnvName(name)) {
-        invalid.push(name);
-        continue;
-      }
-      env.set(name, value);
-    }
-    if (invalid.length > 0) {
-      ctx.onInvalidKeys?.(`Keys [${invalid.sort().join(', ')}] from the EnvFrom ${what} were skipped since they are considered invalid environment variable names.`);
-    }
+    for (const [key, value] of entries) env.set(prefix + key, value);
   }
   return env;
 }

@@ -235,7 +235,6 @@ async function startContainer(
       hostIP: deps.hostIP(),
       allocatable: () => deps.volumes.nodeAllocatable(),
       ...(deps.apiObjects ? { objects: deps.apiObjects } : {}),
-      onInvalidKeys: (message) => deps.events.event({ pod }, 'Warning', 'InvalidEnvironmentVariableNames', message),
       ...(signal ? { signal } : {}),
     });
     const mounts = await deps.volumes.containerMounts(pod, spec, env, signal);
@@ -261,7 +260,7 @@ async function startContainer(
       throw err;
     });
     clog.info({ containerId, restartCount: start.restartCount, reason: start.reason }, 'Created container');
-    deps.events.event(ref, 'Normal', 'Created', `Created container: ${spec.name}`);
+    deps.events.event(ref, 'Normal', 'Created', 'Container created');
   } catch (err) {
     clog.warn({ err }, 'Failed to create container');
     const result = stepFailed('StartContainer', spec.name, err, 'CreateContainerError');
@@ -273,7 +272,7 @@ async function startContainer(
       throw err;
     });
     clog.info({ containerId }, 'Started container');
-    deps.events.event(ref, 'Normal', 'Started', `Started container ${spec.name}`);
+    deps.events.event(ref, 'Normal', 'Started', 'Container started');
   } catch (err) {
     clog.warn({ err, containerId }, 'Failed to start container');
     const result = stepFailed('StartContainer', spec.name, err, 'RunContainerError');

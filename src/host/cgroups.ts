@@ -1,7 +1,7 @@
 // Pod cgroups under kubepods, created and removed as kubelet's cgroupfs driver does (--cgroups-per-qos): in every v1
 // hierarchy on cgroup v1 (and hybrid) hosts, in the unified hierarchy with kubelet's v2 conversions on cgroup v2 hosts.
 import { constants } from 'node:fs';
-import { mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
+import { access, mkdir, readdir, readFile, rmdir, statfs, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { ProgramRunner } from './program-runner.js';
 
@@ -74,6 +74,29 @@ export function parseCgroupMounts(mountinfo: string): CgroupHierarchy[] {
     byController.set(key, hierarchy);
   }
   return hierarchies;
+}
+
+/** Where the cgroup filesystem is mounted (libcontainer's unifiedMountpoint, kubelet's CgroupRoot). */
+export const cgroupMountpoint = '/sys/fs/cgroup';
+/** statfs's f_type of a cgroup2 filesystem (CGROUP2_SUPER_MAGIC). */
+const cgroup2SuperMagic = 0x63677270;
+
+/** What kubelet's cgroup version check reads of the host. */
+export interface HostCgroupVersion {
+  /** 2 when /sys/fs/cgroup is a cgroup2 filesystem, else 1 (a hybrid host, cgroup2 at /sys/fs/cgroup/unified, is 1). */
+  version: 1 | 2;
+  /** Whether the root cgroup has cpu.stat (kernel 5.8 and later; read only on cgroup v2). */
+  rootCpuStat: boolean;
+}
+
+/**
+ * The host's cgroup version as kubelet decides it (libcontainer's IsCgroup2UnifiedMode: statfs of /sys/fs/cgroup, a
+ * failed statfs meaning cgroup v1), and on cgroup v2 whether the root's cpu.stat is there.
+ */
+export async function detectCgroupVersion(mountpoint = cgroupMountpoint): Promise<HostCgroupVersion> {
+  const type = await statfs(mountpoint).then((s) => s.type, () => undefined);
+  if (type !== cgroup2SuperMagic) return { version: 1, rootCpuStat: false };
+  return { version: 2, rootCpuStat: await access(join(mountpoint, 'cpu.stat')).then(() => true, () => false) };
 }
 
 /** The QoS-level cgroups kubelet keeps (Guaranteed pods sit directly in kubepods), relative to the cgroup root. */

@@ -73,6 +73,8 @@ export class PodWorker {
   private lifecycle: PodLifecycle;
   private status?: V1PodStatus;
   private readonly reasons = new Map<string, WaitingReason>();
+  /** Containers the last sync found in back-off, with the back-off's end: kubelet shows a back-off from the sync after. */
+  private readonly backoffsSeen = new Map<string, number>();
   private timer?: unknown;
   private inFlight?: AbortController;
   private running = false;
@@ -299,8 +301,15 @@ export class PodWorker {
       else this.reasons.delete(r.target);
     }
     const m = pod.metadata ?? {};
+    const seen = new Map(this.backoffsSeen);
+    this.backoffsSeen.clear();
     for (const b of actions.containersInBackoff) {
       this.deps.events.event({ pod, containerName: b.name }, 'Warning', 'BackOff', `Back-off restarting failed container ${b.name} in pod ${m.name}_${m.namespace}(${m.uid})`);
+      this.backoffsSeen.set(b.name, b.retryAt);
+      // kubelet 1.37 reads its reason cache at the start of a sync and requeues a pod in back-off when the back-off ends
+      // (at most a resync later): the sync that finds the back-off leaves the container terminated in the status, and
+      // CrashLoopBackOff shows from the next sync within the same back-off (one longer than the resync interval).
+      if (seen.get(b.name) !== b.retryAt) continue;
       this.reasons.set(b.name, {
         reason: 'CrashLoopBackOff',
         message: `back-off ${Math.round(b.durationMs / 1000)}s restarting failed container=${b.name} pod=${m.name}_${m.namespace}(${m.uid})`,

@@ -193,6 +193,7 @@ export class RuntimeObserver {
       ...(status.message ? { message: status.message } : {}),
       image: status.image.image || c.image.image,
       imageRef: status.imageRef || c.imageRef,
+      ...(status.user ? { user: status.user } : {}),
       ...parseAnnotation<V1LifecycleHandler>('preStop', c.annotations[containerPreStopHandlerAnnotation]),
       ...parseAnnotation<V1ContainerPort[]>('ports', c.annotations[containerPortsAnnotation]),
     };

@@ -5,10 +5,11 @@ import { maxProbeOutputBytes, type ProbeOutcome } from './outcome.js';
 import { dialErrorText } from './tcp-probe.js';
 
 /**
- * The Kubernetes version nodelet's API types follow (@kubernetes/client-node 1.4, OpenAPI v1.34):
- * kubelet puts its own major.minor into the probe's User-Agent.
+ * kubelet puts its own major.minor into the probe's User-Agent (pkg/probe/http request.go, pkg/probe/grpc: version.Get()):
+ * the release nodelet follows as a kubelet (controllers/node-status.ts kubernetesVersion, v1.37.0), not the OpenAPI
+ * version of its API types (@kubernetes/client-node 1.4, v1.34).
  */
-export const kubernetesVersion = { major: '1', minor: '34' } as const;
+export const kubernetesVersion = { major: '1', minor: '37' } as const;
 export const probeUserAgent = `kube-probe/${kubernetesVersion.major}.${kubernetesVersion.minor}`;
 
 const redirectStatuses = new Set([301, 302, 303, 307, 308]);

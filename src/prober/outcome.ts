@@ -11,7 +11,7 @@ export interface ProbeOutcome {
 
 /**
  * A run that errored (named port missing, host refused, runtime call failed): kubelet reports it
- * (kubelet 1.32: "<Type> probe errored: <error>") and throws the run away, so it counts toward no threshold.
+ * (kubelet 1.37: "<Type> probe errored and resulted in unknown state: <error>") and throws the run away, so it counts toward no threshold.
  */
 export class ProbeError extends Error {
   override readonly name = 'ProbeError';

@@ -127,7 +127,8 @@ export class ProbeWorker {
       if (this.stopped) return;
       // A ProbeError's message says it all; anything else is unexpected and keeps its details.
       const details = err instanceof ProbeError ? (err.field ? { field: err.field } : {}) : { err };
-      const message = `${title} probe errored: ${err instanceof Error ? err.message : String(err)}`;
+      // kubelet 1.37's words: an errored run's result is probe.Unknown.
+      const message = `${title} probe errored and resulted in unknown state: ${err instanceof Error ? err.message : String(err)}`;
       clog.warn({ reason: 'Unhealthy', ...details }, message);
       this.host.warningEvent?.('Unhealthy', message);
       return;

@@ -24,22 +24,32 @@ export function isSubpath(subpath: string, path: string): boolean {
 const verbs: Readonly<Record<string, string>> = { POST: 'create', GET: 'get', PUT: 'update', PATCH: 'patch', DELETE: 'delete' };
 
 /**
- * kubelet v1.32's GetRequestAttributes (KubeletFineGrainedAuthz off): the verb from the method (others: ""), and the
- * subresource: /stats → stats, /metrics → metrics, /logs → log, /checkpoint → checkpoint, anything else → proxy.
- * (Older kubelets also mapped /spec → spec; 1.32 sends /spec to proxy like every other path.)
+ * kubelet v1.37's GetRequestAttributes: the verb from the method (others: ""), and the subresources to ask for, in order.
+ * With fine-grained authorization (KubeletFineGrainedAuthz, GA in 1.36 and on in every minor nodelet serves) /pods,
+ * /allocatedPods and /runningpods ask for pods, /healthz for healthz and /configz for configz first; then every path
+ * asks for one of stats, metrics, log, checkpoint, statusz, configz (/flagz) or, for anything else, proxy. The first
+ * allowed one admits the request.
  */
-export function requestAttributes(user: UserInfo, method: string, path: string, nodeName: string): RequestAttributes {
-  let subresource = 'proxy';
-  if (isSubpath(path, '/stats/')) subresource = 'stats';
-  else if (isSubpath(path, '/metrics')) subresource = 'metrics';
-  else if (isSubpath(path, '/logs/')) subresource = 'log';
-  else if (isSubpath(path, '/checkpoint/')) subresource = 'checkpoint';
-  return { user, verb: verbs[method] ?? '', apiVersion: 'v1', resource: 'nodes', subresource, name: nodeName, path };
+export function requestAttributes(user: UserInfo, method: string, path: string, nodeName: string): RequestAttributes[] {
+  const subresources: string[] = [];
+  if (isSubpath(path, '/allocatedPods') || isSubpath(path, '/pods')) subresources.push('pods');
+  else if (isSubpath(path, '/healthz')) subresources.push('healthz');
+  else if (isSubpath(path, '/configz')) subresources.push('configz');
+  else if (isSubpath(path, '/runningpods/')) subresources.push('pods');
+  if (isSubpath(path, '/stats/')) subresources.push('stats');
+  else if (isSubpath(path, '/metrics')) subresources.push('metrics');
+  else if (isSubpath(path, '/logs/')) subresources.push('log');
+  else if (isSubpath(path, '/checkpoint/')) subresources.push('checkpoint');
+  else if (isSubpath(path, '/statusz')) subresources.push('statusz');
+  else if (isSubpath(path, '/flagz')) subresources.push('configz');
+  else subresources.push('proxy');
+  return subresources.map((subresource) => ({ user, verb: verbs[method] ?? '', apiVersion: 'v1', resource: 'nodes', subresource, name: nodeName, path }));
 }
 
-/** kubelet's 403 body. */
-export function forbiddenMessage(a: RequestAttributes): string {
-  return `Forbidden (user=${a.user.name}, verb=${a.verb}, resource=${a.resource}, subresource=${a.subresource})`;
+/** kubelet's 403 body: the attributes differ only by subresource, all of which are named (Go's %v of a slice). */
+export function forbiddenMessage(attrs: RequestAttributes[]): string {
+  const a = attrs[0]!;
+  return `Forbidden (user=${a.user.name}, verb=${a.verb}, resource=${a.resource}, subresource(s)=[${attrs.map((x) => x.subresource).join(' ')}])\n`;
 }
 
 /** kubelet's 500 body when the authorizer could not answer. */

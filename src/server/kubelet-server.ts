@@ -199,18 +199,19 @@ export class KubeletServer {
       return { status: 401, body: 'Unauthorized' };
     }
     const attrs = requestAttributes(result.user, req.method ?? '', path, this.opts.nodeName);
-    let decision;
-    try {
-      decision = await this.opts.authorizer.authorize(attrs);
-    } catch (err) {
-      this.opts.log.error({ err, user: attrs.user.name, verb: attrs.verb, subresource: attrs.subresource }, 'kubelet API authorization error');
-      return { status: 500, body: authorizationErrorMessage(attrs) };
+    for (const attr of attrs) {
+      let decision;
+      try {
+        decision = await this.opts.authorizer.authorize(attr);
+      } catch (err) {
+        this.opts.log.error({ err, user: attr.user.name, verb: attr.verb, subresource: attr.subresource }, 'kubelet API authorization error');
+        return { status: 500, body: authorizationErrorMessage(attr) };
+      }
+      if (decision.allowed) return undefined;
     }
-    if (!decision.allowed) {
-      this.opts.log.debug({ user: attrs.user.name, verb: attrs.verb, subresource: attrs.subresource, reason: decision.reason }, 'kubelet API request forbidden');
-      return { status: 403, body: forbiddenMessage(attrs) };
-    }
-    return undefined;
+    const subresources = attrs.map((a) => a.subresource);
+    this.opts.log.debug({ user: attrs[0]!.user.name, verb: attrs[0]!.verb, subresources }, 'kubelet API request forbidden');
+    return { status: 403, body: forbiddenMessage(attrs) };
   }
 
   private async handleRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {

@@ -1,5 +1,6 @@
 // kubelet's Prometheus metrics with prom-client: /metrics (kubelet_*, process_* and nodejs_*) and /metrics/probes
-// (prober_*), with kubelet v1.32's names, help texts, types, labels and buckets (pkg/kubelet/metrics, pkg/kubelet/prober).
+// (prober_*), with kubelet v1.32's names, help texts, types, labels and buckets (pkg/kubelet/metrics, pkg/kubelet/prober);
+// the start-up gauges kubelet_cgroup_version and kubelet_cri_losing_support as kubelet 1.37 sets them.
 import { createRequire } from 'node:module';
 import type * as PromClient from 'prom-client';
 import type { ContainerStateLabel, ContainerTypeLabel, NodeMetrics, PodWorkerOperation, ProbeMetricTarget } from '../core/metrics.js';
@@ -48,6 +49,9 @@ export class KubeletMetrics implements NodeMetrics {
   private readonly startedContainersErrors: Counter<'container_type' | 'code'>;
   private readonly probeTotal: Counter<'probe_type' | 'result' | 'container' | 'pod' | 'namespace' | 'pod_uid'>;
   private readonly probeDuration: Histogram<'probe_type' | 'container' | 'pod' | 'namespace'>;
+  private readonly cgroupVersionGauge: Gauge;
+  /** Registered once a runtime without RuntimeConfig is met, as kubelet 1.37 registers it then. */
+  private criLosingSupportGauge?: Gauge<'version'>;
 
   constructor(nodeName: string, private readonly now: () => number) {
     const registers = [this.registry];
@@ -101,6 +105,8 @@ export class KubeletMetrics implements NodeMetrics {
       labelNames: ['container_type', 'code'],
       registers,
     });
+    // kubelet 1.37's cgroupVersionCheck sets it at start (pkg/kubelet/metrics CgroupVersion, pkg/kubelet/kubelet_linux.go).
+    this.cgroupVersionGauge = new Gauge({ name: 'kubelet_cgroup_version', help: 'cgroup version on the hosts.', registers });
     const probeRegisters = [this.probeRegistry];
     this.probeTotal = new Counter({
       name: 'prober_probe_total',
@@ -121,6 +127,25 @@ export class KubeletMetrics implements NodeMetrics {
     this.runtimeOperations.inc({ operation_type: operation });
     this.runtimeOperationsDuration.observe({ operation_type: operation }, seconds);
     if (failed) this.runtimeOperationsErrors.inc({ operation_type: operation });
+  }
+
+  /** kubelet_cgroup_version: the host's cgroup version, as kubelet's start-up check sets it. */
+  cgroupVersion(version: 1 | 2): void {
+    this.cgroupVersionGauge.set(version);
+  }
+
+  /**
+   * kubelet_cri_losing_support{version}: the runtime does not implement CRI RuntimeConfig, which kubelet `version`
+   * requires (kubelet 1.37 registers the gauge and increments it when it falls back to its cgroupDriver).
+   */
+  criLosingSupport(version: string): void {
+    this.criLosingSupportGauge ??= new Gauge({
+      name: 'kubelet_cri_losing_support',
+      help: 'the Kubernetes version that the currently running CRI implementation will lose support on if not upgraded.',
+      labelNames: ['version'],
+      registers: [this.registry],
+    });
+    this.criLosingSupportGauge.inc({ version });
   }
 
   relist(seconds: number, intervalSeconds: number | undefined): void {

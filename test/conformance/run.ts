@@ -134,6 +134,8 @@ async function main(argv: string[]): Promise<number> {
     await writeFile(kubeletConfig, [
       'apiVersion: kubelet.config.k8s.io/v1beta1',
       'kind: KubeletConfiguration',
+      // This host is cgroup v1: kubelet 1.37 (and nodelet) refuse it unless failCgroupV1 is false.
+      'failCgroupV1: false',
       `cgroupRoot: ${CGROUP_ROOT}`,
       `healthzPort: ${healthzPort}`,
       '',

@@ -219,6 +219,8 @@ export function runtimeContract(factory: () => RuntimeUnderContract | Promise<Ru
         // By the image's first tag and first repo digest, as containerd names them in statuses.
         image: { image: image.repoTags[0] },
         imageRef: image.repoDigests[0] ?? image.id,
+        // containerd 2 reports the process's identities (CRI ContainerUser): the image runs as root.
+        user: { uid: 0, gid: 0, supplementalGroups: [0] },
       });
 
       await rt.startContainer(id);

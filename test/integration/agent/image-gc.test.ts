@@ -105,7 +105,7 @@ beforeAll(async () => {
   for (const name of ['a', 'b', 'c']) await registry.upload(`nodelet/gc-${name}:1`, await randomImageLayers(1, 20 * MiB));
   agent = await AgentProcess.create();
   const config = join(base, 'kubelet.yaml');
-  await writeFile(config, 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nimageGCHighThresholdPercent: 77\nimageGCLowThresholdPercent: 75\nimageMinimumGCAge: 1s\n');
+  await writeFile(config, 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nfailCgroupV1: false\nimageGCHighThresholdPercent: 77\nimageGCLowThresholdPercent: 75\nimageMinimumGCAge: 1s\n');
   await agent.start(['--container-runtime-endpoint', `unix://${socket}`, '--config', config, '--image-gc-period', '1s', '--v', '2']);
 }, 180_000);
 

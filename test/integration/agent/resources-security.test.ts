@@ -97,7 +97,7 @@ async function podCgroupsLeft(uids: string[]): Promise<string[]> {
 
 beforeAll(async () => {
   const config = join(dirname(agent.rootDir), 'kubelet-config.yaml');
-  await writeFile(config, `apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\npodPidsLimit: ${podPidsLimit}\n`);
+  await writeFile(config, `apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nfailCgroupV1: false\npodPidsLimit: ${podPidsLimit}\n`);
   await agent.start(['--config', config]);
   for (const [name, text] of Object.entries(manifests)) await agent.writeManifest(`${name}.yaml`, text);
 });

@@ -137,7 +137,7 @@ beforeAll(async () => {
       clusterDNS = (await kubectl.get<V1Service>('service', '-n', 'kube-system', 'kube-dns')).spec!.clusterIP!;
       corednsReplicas = (await kubectl.get<V1Deployment>('deployment', '-n', 'kube-system', 'coredns')).spec!.replicas!;
       await writeFile(join(plane.dir, 'kubelet-config.yaml'), [
-        'apiVersion: kubelet.config.k8s.io/v1beta1', 'kind: KubeletConfiguration', `clusterDNS: [${clusterDNS}]`, 'clusterDomain: cluster.local', '',
+        'apiVersion: kubelet.config.k8s.io/v1beta1', 'kind: KubeletConfiguration', 'failCgroupV1: false', `clusterDNS: [${clusterDNS}]`, 'clusterDomain: cluster.local', '',
       ].join('\n'));
     },
     // The cluster CA as client CA: kube-apiserver reaches the kubelet API for `kubectl exec`.

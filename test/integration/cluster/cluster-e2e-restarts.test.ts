@@ -136,7 +136,7 @@ test('a pod deleted through the API while nodelet is stopped is torn down when i
   await agent.stop();
   try {
     // Bound to a node, the pod is only marked for deletion; the node finishes it.
-    expect(await kubectl.run('delete', 'pod', 'gone', '--wait=false')).toBe('pod "gone" deleted');
+    expect(await kubectl.run('delete', 'pod', 'gone', '--wait=false')).toBe('pod "gone" deleted from default namespace');
     const marked = await getPod('gone');
     expect(marked.metadata?.deletionTimestamp).toBeTruthy();
     expect(marked.metadata?.deletionGracePeriodSeconds).toBe(2);

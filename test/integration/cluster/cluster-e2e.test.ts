@@ -68,7 +68,7 @@ test('the node is Ready in kubectl get nodes -o wide with its address and runtim
   }, 60_000, 500);
   const hostAddresses = Object.values(networkInterfaces()).flat().map((a) => a?.address);
   expect(hostAddresses).toContain(row['INTERNAL-IP']);
-  expect(row['CONTAINER-RUNTIME']).toMatch(/^containerd:\/\/\d+\.\d+\.\d+/);
+  expect(row['CONTAINER-RUNTIME']).toMatch(/^containerd:\/\/v2\.\d+\.\d+/);
   const node = await kubectl.get<V1Node>('node', testNode);
   expect(node.status?.addresses).toEqual(expect.arrayContaining([{ type: 'InternalIP', address: row['INTERNAL-IP'] }, { type: 'Hostname', address: testNode }]));
 
@@ -118,8 +118,8 @@ spec:
   }, 30_000, 500);
   for (const [reason, message] of [
     ['Pulled', `Container image "${busybox}" already present on machine`],
-    ['Created', 'Created container: web'],
-    ['Started', 'Started container web'],
+    ['Created', 'Container created'],
+    ['Started', 'Container started'],
   ] as const) {
     expect(events.filter((e) => e.reason === reason)).toEqual([
       expect.objectContaining({
@@ -290,14 +290,14 @@ spec:
 `,
   );
   await waitForPod('stubborn', 'Running', running);
-  expect(await kubectl.run('delete', 'pod', 'stubborn', '--wait=false')).toBe('pod "stubborn" deleted');
+  expect(await kubectl.run('delete', 'pod', 'stubborn', '--wait=false')).toBe('pod "stubborn" deleted from default namespace');
   const deleting = await waitForPod('stubborn', 'marked for deletion', (p) => !!p.metadata?.deletionTimestamp);
   expect(deleting.metadata!.deletionGracePeriodSeconds).toBe(120);
   // The node has begun stopping it (SIGTERM, ignored) and would wait 120 s.
   await new Promise((r) => setTimeout(r, 3_000));
   expect((await getPod('stubborn')).metadata!.deletionGracePeriodSeconds).toBe(120);
   const started = Date.now();
-  expect(await kubectl.run('delete', 'pod', 'stubborn', '--grace-period=3', '--timeout=90s')).toBe('pod "stubborn" deleted');
+  expect(await kubectl.run('delete', 'pod', 'stubborn', '--grace-period=3', '--timeout=90s')).toBe('pod "stubborn" deleted from default namespace');
   expect(Date.now() - started).toBeLessThan(60_000);
   expect(await runtimeObjects(cri, [deleting.metadata!.uid!])).toEqual({ sandboxes: [], containers: [] });
 }, 150_000);
@@ -329,7 +329,33 @@ spec:
   await setGate('False');
   const closed = await waitForPod('gated', 'not Ready again', (p) => ready(p)?.status === 'False');
   expect(ready(closed)).toMatchObject({ reason: 'ReadinessGatesNotReady', message: `the status of pod readiness gate "${gate}" is not "True", but False` });
-  expect(await kubectl.run('delete', 'pod', 'gated', '--timeout=60s')).toBe('pod "gated" deleted');
+  expect(await kubectl.run('delete', 'pod', 'gated', '--timeout=60s')).toBe('pod "gated" deleted from default namespace');
+}, 150_000);
+
+test("observedGeneration (GA in 1.35): the status and nodelet's conditions follow the pod's generation after a spec update", async () => {
+  await createAndBind('generations', `apiVersion: v1
+kind: Pod
+metadata: {name: generations, namespace: default}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: ${busybox}
+    imagePullPolicy: IfNotPresent
+    command: ["sleep", "3600"]
+`);
+  const first = await waitForPod('generations', 'Running', running);
+  expect(first.metadata!.generation).toBe(1);
+  expect(first.status!.observedGeneration).toBe(1);
+  const owned = ['PodReadyToStartContainers', 'Initialized', 'Ready', 'ContainersReady', 'PodScheduled'];
+  const generations = (p: V1Pod) => p.status!.conditions!.filter((c) => owned.includes(c.type)).map((c) => [c.type, c.observedGeneration]);
+  expect(generations(first).sort()).toEqual(owned.map((t) => [t, 1]).sort());
+  // A mutable spec field: the API server raises the generation, and nodelet reports that it has seen it.
+  await kubectl.run('patch', 'pod', 'generations', '--type=merge', '-p', JSON.stringify({ spec: { activeDeadlineSeconds: 3600 } }));
+  const second = await waitForPod('generations', 'status.observedGeneration 2', (p) => p.status?.observedGeneration === 2);
+  expect(second.metadata!.generation).toBe(2);
+  expect(generations(second).sort()).toEqual(owned.map((t) => [t, 2]).sort());
+  expect(await kubectl.run('delete', 'pod', 'generations', '--timeout=60s')).toBe('pod "generations" deleted from default namespace');
 }, 150_000);
 
 test('kubectl delete pod completes once the node has torn the pod down, and nothing of it remains on the node', async () => {
@@ -339,7 +365,7 @@ test('kubectl delete pod completes once the node has torn the pod down, and noth
   expect(fp.containers).toHaveLength(2);
   // kubectl waits until the object is gone, which happens when nodelet deletes it with grace 0 after the teardown.
   const started = Date.now();
-  expect(await kubectl.run('delete', 'pod', 'web', '--timeout=60s')).toBe('pod "web" deleted');
+  expect(await kubectl.run('delete', 'pod', 'web', '--timeout=60s')).toBe('pod "web" deleted from default namespace');
   expect(Date.now() - started).toBeLessThan(60_000);
   await expect(kubectl.get('pod', 'web')).rejects.toThrow(/NotFound|not found/);
   // Gone from the runtime before the API object went; the rest (netns, veth, reservation, dir) follows at once.

@@ -55,8 +55,8 @@ spec:
   const byReason = (reason: string) => events.filter((e) => e.reason === reason);
   for (const [reason, message] of [
     ['Pulled', `Container image "${busybox}" already present on machine`],
-    ['Created', 'Created container: web'],
-    ['Started', 'Started container web'],
+    ['Created', 'Container created'],
+    ['Started', 'Container started'],
   ] as const) {
     expect(byReason(reason)).toHaveLength(1);
     expect(byReason(reason)[0]).toMatchObject({
@@ -73,7 +73,7 @@ spec:
 
   // kubectl's own rendering: OBJECT pod/<name>; -o wide adds SUBOBJECT (the field path), SOURCE and COUNT.
   const wide = await kubectl.run('get', 'events', '-n', 'default', '-o', 'wide');
-  const started = wide.split('\n').find((l) => l.includes('Started container web'));
+  const started = wide.split('\n').find((l) => l.includes('Container started') && l.includes('pod/ev-web'));
   expect(started).toBeDefined();
   expect(started).toContain('pod/ev-web');
   expect(started).toContain('spec.containers{web}');

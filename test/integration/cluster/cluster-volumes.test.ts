@@ -196,7 +196,7 @@ test('deleting a pod unmounts its secret and projected tmpfs and removes its dir
   const podDir = `${agent.rootDir}/pods/${p.metadata!.uid}`;
   const mounted = mountsUnder(await readMountInfo(), podDir).filter((m) => m.fsType === 'tmpfs').map((m) => m.mountPoint.slice(podDir.length));
   expect(mounted).toEqual(expect.arrayContaining(['/volumes/kubernetes.io~secret/sec', '/volumes/kubernetes.io~projected/tok']));
-  expect(await kubectl.run('delete', 'pod', 'vols', '--wait=false')).toBe('pod "vols" deleted');
+  expect(await kubectl.run('delete', 'pod', 'vols', '--wait=false')).toBe('pod "vols" deleted from default namespace');
   await waitForRuntimeGone(cri, [p.metadata!.uid!], 60_000);
   await waitFor('pod directory removed', async () => (mountsUnder(await readMountInfo(), podDir).length === 0 && !(await pod('vols')) ? true : undefined), 30_000);
   await waitFor('pod dir gone', async () => (!existsSync(podDir) ? true : undefined), 30_000);

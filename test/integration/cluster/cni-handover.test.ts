@@ -87,7 +87,7 @@ async function iptablesRulesNaming(ids: string[]): Promise<string[]> {
 
 beforeAll(async () => {
   await execa('mkdir', ['-p', confDir]);
-  await writeFile(agentArgs[1]!, 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nnodeStatusUpdateFrequency: 2s\n');
+  await writeFile(agentArgs[1]!, 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nfailCgroupV1: false\nnodeStatusUpdateFrequency: 2s\n');
   // The --cni-conf-dir network is the operator's (kindnet's here): it never takes the podCIDR from nodelet.
   cluster = await startRealCluster({ agentArgs, notReadyOk: true, networkTakesPodCIDR: false });
 }, 300_000);

@@ -8,7 +8,7 @@ import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { COMPONENTS, down, ensureBinaries, nodeCredentials, runningPids, up, type ControlPlane } from '../../cluster/control-plane.js';
+import { COMPONENTS, down, ensureBinaries, nodeCredentials, repoRoot, runningPids, up, type ControlPlane } from '../../cluster/control-plane.js';
 import { caCertHash } from '../../cluster/pki.js';
 import { freePorts, releasePodBridge } from '../helpers/real-cluster.js';
 
@@ -65,7 +65,8 @@ test('every component runs as its own process and the API server is ready', asyn
   expect((await admin('get', '--raw', '/readyz')).trim()).toBe('ok');
   // The binaries carry the release version (kubeadm and kubelet compare versions).
   const version = JSON.parse(await admin('version', '-o', 'json')) as { clientVersion: { gitVersion: string }; serverVersion: { gitVersion: string } };
-  expect(version.serverVersion.gitVersion).toMatch(/^v1\.32\.\d+$/);
+  const pinned = /^require k8s\.io\/kubernetes (v\S+)$/m.exec(readFileSync(join(repoRoot, 'kube', 'go.mod'), 'utf8'))?.[1];
+  expect(version.serverVersion.gitVersion).toBe(pinned);
   expect(version.clientVersion.gitVersion).toBe(version.serverVersion.gitVersion);
   expect(await admin('get', 'nodes', '-o', 'name')).toBe('');
 });

@@ -11,7 +11,7 @@ import { execa } from 'execa';
 import { parse } from 'yaml';
 import type { V1Node } from '@kubernetes/client-node';
 import { down, ensureBinaries, restartControllerManager, up, type ControlPlane } from '../../cluster/control-plane.js';
-import { AgentProcess, criEndpoint, repoRoot, waitFor } from '../helpers/agent.js';
+import { AgentProcess, criEndpoint, defaultTestKubeletConfig, repoRoot, waitFor } from '../helpers/agent.js';
 import { Kubectl } from '../helpers/kubectl.js';
 import { freePorts, releasePodBridge } from '../helpers/real-cluster.js';
 
@@ -299,8 +299,10 @@ test('a denied CSR fails the bootstrap naming it, and writes no kubeconfig or ce
   const bootstrap = join(dirname(kubeconfig), 'bootstrap-kubeconfig');
   await bootstrapKubeconfig(bootstrap, await kubeadmToken());
   const env = { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}` };
+  // This host is cgroup v1: the agent starts only with failCgroupV1 false (join's own config.yaml has it from the cluster's).
+  await writeFile(agent.configFile, defaultTestKubeletConfig);
   try {
-    const child = spawn(join(repoRoot, 'bin/nodelet.js'), ['--kubeconfig', kubeconfig, '--bootstrap-kubeconfig', bootstrap, '--hostname-override', node,
+    const child = spawn(join(repoRoot, 'bin/nodelet.js'), ['--config', agent.configFile, '--kubeconfig', kubeconfig, '--bootstrap-kubeconfig', bootstrap, '--hostname-override', node,
       '--container-runtime-endpoint', criEndpoint, '--root-dir', agent.rootDir, '--pod-logs-dir', agent.podLogsDir, '--logging-format', 'json'],
     { stdio: ['ignore', 'pipe', 'pipe'], env });
     let output = '';

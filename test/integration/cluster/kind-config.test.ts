@@ -1,6 +1,8 @@
 // kind's KubeletConfiguration (test/fixtures/kind/kubelet-config.yaml) as nodelet's --config on a node of the REAL
-// control plane, unchanged but for cgroupDriver (kind's systemd; the rig's containerd here is cgroupfs, and a driver that
-// differs from the runtime's is refused at start, which the first test shows with the file unchanged): cluster DNS in the pods' /etc/resolv.conf (ClusterFirst, None with dnsConfig, a host-network pod's
+// control plane, unchanged but for failCgroupV1 (this host is cgroup v1, which kubelet 1.37 and nodelet refuse by default,
+// as the first test shows with the file unchanged; kind's users there add failCgroupV1: false with a kubeadmConfigPatch)
+// and cgroupDriver (kind's systemd; the rig's containerd here is cgroupfs, and a driver that differs from the runtime's
+// is refused at start, which the second test shows): cluster DNS in the pods' /etc/resolv.conf (ClusterFirst, None with dnsConfig, a host-network pod's
 // Default), the service environment variables of the pod's namespace and default/kubernetes, the pods' cgroups under
 // kind's cgroupRoot /kubelet, kubelet's healthz on 127.0.0.1:10248. What a container saw is read from its log file.
 import { readFileSync } from 'node:fs';
@@ -30,14 +32,19 @@ async function removeCgroupTree(dir: string): Promise<void> {
 
 let cluster: RealCluster;
 const work = await mkdtemp(join(tmpdir(), 'nodelet-kind-config-'));
-/** kind's file with the rig's runtime's cgroup driver. */
+/** kind's file as kind's users on cgroup v1 have it: failCgroupV1 false. */
+const kindConfigCgroupV1 = join(work, 'kubelet-config-cgroupv1.yaml');
+/** That file with the rig's runtime's cgroup driver. */
 const kindConfigCgroupfs = join(work, 'kubelet-config.yaml');
 
 beforeAll(async () => {
   for (const h of hierarchies) await mkdir(join(h.mountPoint, cgroupRoot), { recursive: true });
   const kind = await readFile(kindConfig, 'utf8');
   expect(kind).toMatch(/^cgroupDriver: systemd$/m);
-  await writeFile(kindConfigCgroupfs, kind.replace(/^cgroupDriver: systemd$/m, 'cgroupDriver: cgroupfs'));
+  expect(kind).not.toMatch(/^failCgroupV1:/m);
+  const cgroupV1 = `${kind}failCgroupV1: false\n`;
+  await writeFile(kindConfigCgroupV1, cgroupV1);
+  await writeFile(kindConfigCgroupfs, cgroupV1.replace(/^cgroupDriver: systemd$/m, 'cgroupDriver: cgroupfs'));
   // kind's file names the client CA /etc/kubernetes/pki/ca.crt, where `kubeadm join` puts the cluster's CA; the test gives
   // nodelet that CA by flag (flags win over the file, as in kubelet) rather than writing into the host's /etc/kubernetes.
   cluster = await startRealCluster({ agentArgs: (dir) => ['--config', kindConfigCgroupfs, '--client-ca-file', join(dir, 'ca.crt')] });
@@ -52,10 +59,23 @@ afterAll(async () => {
   }
 }, 300_000);
 
-test("kind's file unchanged (cgroupDriver systemd) beside this runtime (SystemdCgroup false) is refused at start, naming both", async () => {
+test("kind's file unchanged (failCgroupV1 left to kubelet 1.37's default true) is refused on this cgroup v1 host, in kubelet's words", async () => {
   const agent = await AgentProcess.create();
   try {
     await expect(agent.start(['--config', kindConfig])).rejects.toThrow(/nodelet exited early \(2\)/);
+    expect(agent.logLines().filter((l) => l.level === 60).map((l) => l.msg)).toEqual([
+      'failCgroupV1: kubelet is configured to not run on a host using cgroup v1. cgroup v1 support is unsupported and will be removed in a future release',
+    ]);
+    expect(agent.running).toBe(false);
+  } finally {
+    await agent.cleanupDirs();
+  }
+});
+
+test("kind's cgroupDriver systemd beside this runtime (SystemdCgroup false) is refused at start, naming both", async () => {
+  const agent = await AgentProcess.create();
+  try {
+    await expect(agent.start(['--config', kindConfigCgroupV1])).rejects.toThrow(/nodelet exited early \(2\)/);
     expect(agent.logLines().filter((l) => l.level === 60).map((l) => l.msg)).toEqual([
       `cgroupDriver: "systemd" does not match the container runtime's cgroup driver "cgroupfs" (its runc runtime's SystemdCgroup = false): ` +
         "configure both alike, cgroupDriver in --config and SystemdCgroup in the runtime's configuration",
@@ -115,10 +135,10 @@ let kubernetes: V1Service;
 test("the kind configuration's node: healthz on 127.0.0.1:10248, and a Service in the pods' namespace", async () => {
   const res = await fetch('http://127.0.0.1:10248/healthz');
   expect([res.status, await res.text()]).toEqual([200, 'ok']);
-  // Loaded with no warnings; the cgroup driver is the runtime's.
+  // Loaded with no warnings; the cgroup driver is the runtime's (CRI RuntimeConfig, as kubelet 1.37 asks it).
   const lines = cluster.agent.logLines();
   expect(lines.filter((l) => String(l.msg).includes('kubelet-config.yaml'))).toEqual([]);
-  expect(lines.find((l) => l.msg === "cgroupDriver matches the container runtime's")).toMatchObject({ cgroupDriver: 'cgroupfs' });
+  expect(lines.find((l) => l.msg === 'Using cgroup driver setting received from the CRI runtime')).toMatchObject({ cgroupDriver: 'cgroupfs' });
 
   await cluster.kubectl.run('create', 'namespace', ns);
   await cluster.kubectl.fromFile('apply', 'svc.yaml', `apiVersion: v1

@@ -1,4 +1,4 @@
-// Parity with the real kubelet: kubelet v1.32.13 (built from the upstream modules, on the `kubelet` containerd instance of
+// Parity with the real kubelet: kubelet v1.37.2 (built from the upstream modules, on the `kubelet` containerd instance of
 // scripts/runtime.sh, its own root dir, ports and cgroup root) and nodelet join ONE real control plane as two nodes; the
 // same pods, pinned to each node with nodeName in a namespace of its own, run on both, and what each produces is compared:
 // the pod status each reports through the API server (phase, conditions, container states, reasons, messages,
@@ -57,11 +57,12 @@ const pods: { name: string; spec: Record<string, unknown>; when: (p: V1Pod) => b
     when: (p) => container(p, 'app')?.restartCount === 1 && !!container(p, 'app')?.ready,
   },
   {
-    // kubelet's status shows the back-off from the second one (measured: restartCount 2, "back-off 20s"), nodelet's from
-    // the first: compared in the second back-off, which both show for 20 s.
+    // kubelet 1.37 requeues a pod in back-off when the back-off ends (at most a resync later): through a back-off of
+    // 10 s or 20 s its status shows the exit, not CrashLoopBackOff (measured with v1.37.2). Compared in the second
+    // back-off (restartCount 2, 20 s), which both show.
     name: 'crashloop',
     spec: { containers: [{ name: 'app', image: busybox, command: ['sh', '-c', 'echo crashing; exit 1'] }] },
-    when: (p) => container(p, 'app')?.state?.waiting?.reason === 'CrashLoopBackOff' && container(p, 'app')!.restartCount >= 2,
+    when: (p) => !!container(p, 'app')?.state?.terminated && container(p, 'app')!.restartCount === 2,
   },
   {
     name: 'init',
@@ -115,18 +116,41 @@ const deliberate: { path: RegExp; reason: string }[] = [
     reason: "timing: nodelet removes an ended pod's cgroup as it stops the pod, kubelet at its next housekeeping",
   },
   {
-    path: /^event only from (kubelet|nodelet): \w+ \| .* \| Unhealthy \| .* probe errored: rpc error: code = \w+ desc = failed to exec in container: /,
+    path: /^event only from (kubelet|nodelet): \w+ \| .* \| Unhealthy \| .* probe errored and resulted in unknown state: rpc error: code = \w+ desc = failed to exec in container: /,
     reason: 'timing: nodelet probes a container from the sync that started it, kubelet from its next sync (~1 s later); an exec probe that meets the container exiting errors',
   },
   {
-    // The readiness command prints before it fails: no output means the liveness restart killed it first.
-    path: /^event only from (kubelet|nodelet): probes \| spec\.containers\{app\} \| Warning \| Unhealthy \| .* \| Readiness probe failed: $/,
-    reason: 'timing: a readiness probe running when the liveness probe\'s restart kills the container fails with no output, on either agent when the two meet',
+    // The probes pod's readiness command prints before it fails, the restart pod's is `true`: no output means the
+    // container ended under it (the liveness probe's kill, or the restart pod's first run exiting at once).
+    path: /^event only from (kubelet|nodelet): (probes|restart) \| spec\.containers\{app\} \| Warning \| Unhealthy \| .* \| Readiness probe failed: $/,
+    reason: 'timing: a readiness probe running when its container ends fails with no output, on either agent when the two meet',
   },
   {
     // Seen once in CI (nodelet's side, 2026-11-28); both agents report a failed StopPodSandbox the same way.
     path: /^event only from (kubelet|nodelet): oom \|  \| Warning \| FailedKillPod \| .* error killing pod: KillPod <id>: StopPodSandbox: failed to stop sandbox container "<id>" in "SANDBOX_READY" state: failed to kill sandbox container: ttrpc: closed: unknown$/,
     reason: "the runtime's: containerd 1.6 lost its shim's ttrpc connection while stopping the OOM-killed pod's sandbox; the agent reports it and retries at its next sync, as kubelet does",
+  },
+];
+
+/**
+ * Differences from kubelet v1.37 features nodelet does not have yet (README "Kubernetes 1.37 on the node"), by path with
+ * the feature. A difference listed neither here nor in `deliberate` fails the test.
+ */
+const notYetBuilt: { path: RegExp; feature: string }[] = [
+  {
+    path: /^\w+\.status\.(initContainerStatuses|containerStatuses)\.[\w-]+\.(resources|allocatedResources): kubelet=/,
+    feature: 'in-place pod resize (GA in 1.35): containerStatuses[].resources and allocatedResources',
+  },
+  {
+    path: /^\w+\.status\.(resources|allocatedResources): kubelet=/,
+    feature: 'pod-level resources (beta, on since 1.34): status.resources and status.allocatedResources',
+  },
+  {
+    // kubelet: "... already present on machine and can be accessed by the pod" once it has checked the pod's pull
+    // credentials for the image (KubeletEnsureSecretPulledImages, beta and on since 1.35); nodelet checks nothing and
+    // keeps the older message.
+    path: /^event only from (kubelet|nodelet): \w+ \| spec\.(initContainers|containers)\{[\w-]+\} \| Normal \| Pulled \| .* \| Container image "[^"]+" already present on machine( and can be accessed by the pod)?$/,
+    feature: "the image pull credential check for images already present (KubeletEnsureSecretPulledImages)",
   },
 ];
 
@@ -391,6 +415,6 @@ test('the same pods on kubelet and on nodelet produce the same status, runtime o
   for (const line of events.kubelet) if (!events.nodelet.includes(line)) found.push(`event only from kubelet: ${line}`);
   for (const line of events.nodelet) if (!events.kubelet.includes(line)) found.push(`event only from nodelet: ${line}`);
 
-  const unexplained = found.filter((d) => !deliberate.some((x) => x.path.test(d)));
+  const unexplained = found.filter((d) => !deliberate.some((x) => x.path.test(d)) && !notYetBuilt.some((x) => x.path.test(d)));
   expect(unexplained).toEqual([]);
 }, 420_000);

@@ -28,6 +28,7 @@ beforeAll(async () => {
     [
       'apiVersion: kubelet.config.k8s.io/v1beta1',
       'kind: KubeletConfiguration',
+      'failCgroupV1: false',
       'nodeStatusUpdateFrequency: 2s',
       'nodeStatusReportFrequency: 1m0s',
       // Renewed every 2 s, so the test sees renewals quickly.
@@ -64,8 +65,8 @@ test('the node registers and kubectl get nodes -o wide shows it Ready with its a
   expect(row).toContain(internalIP);
   expect(row).toContain(node.status!.nodeInfo!.osImage);
   expect(row).toContain(release());
-  expect(row).toMatch(/containerd:\/\/\d+\.\d+\.\d+/);
-  expect(row).toMatch(/v1\.32\.0\+nodelet\.\d+\.\d+\.\d+/);
+  expect(row).toMatch(/containerd:\/\/v2\.\d+\.\d+/);
+  expect(row).toMatch(/v1\.37\.0\+nodelet\.\d+\.\d+\.\d+/);
 
   expect(node.metadata?.labels).toMatchObject({ 'kubernetes.io/hostname': testNode, 'kubernetes.io/os': 'linux' });
   expect(node.status?.capacity?.pods).toBe('50');

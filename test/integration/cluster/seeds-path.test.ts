@@ -1,5 +1,5 @@
 // The seeds' whole pod path against the REAL control plane (etcd, kube-apiserver, kube-controller-manager,
-// kube-scheduler v1.32 built from the upstream Go modules) with nodelet as the node, the rig's containerd and CNI, and
+// kube-scheduler v1.37 built from the upstream Go modules) with nodelet as the node, the rig's containerd and CNI, and
 // the built kubectl. Nothing is simulated but the images (local busybox): a Deployment's controllers make the
 // ReplicaSet and the Pods, the scheduler binds them to nodelet's node, nodelet runs them with IPs from the podCIDR the
 // controller-manager allocated, the EndpointSlice controller lists them once Ready; a killed container restarts, a
@@ -86,7 +86,7 @@ test("the node is Ready with the host's own address, and kubectl works with it",
   expect(node.status?.addresses).toEqual(expect.arrayContaining([{ type: 'InternalIP', address: cluster.nodeIP }, { type: 'Hostname', address: cluster.nodeName }]));
   const row = (await cluster.kubectl.table('nodes', '-o', 'wide')).find((r) => r.NAME === cluster.nodeName);
   expect(row).toMatchObject({ STATUS: 'Ready', 'INTERNAL-IP': cluster.nodeIP });
-  expect(row?.['CONTAINER-RUNTIME']).toMatch(/^containerd:\/\/\d+\.\d+/);
+  expect(row?.['CONTAINER-RUNTIME']).toMatch(/^containerd:\/\/v2\.\d+/);
   expect(node.spec?.podCIDR).toBe(cluster.podCIDR);
   expect(cluster.podCIDR).toMatch(/^10\.244\.\d+\.0\/24$/);
   // The node lifecycle controller took the not-ready taint off again.

@@ -44,7 +44,7 @@ function handshake(host: string, ca: string): Promise<{ authorized: boolean; err
 beforeAll(async () => {
   port = (await freePorts(1))[0]!;
   const config = join(work, 'kubelet.yaml');
-  await writeFile(config, 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nserverTLSBootstrap: true\n');
+  await writeFile(config, 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nfailCgroupV1: false\nserverTLSBootstrap: true\n');
   cluster = await startRealCluster({ agentArgs: (dir) => ['--config', config, '--client-ca-file', join(dir, 'pki', 'ca.crt'), '--port', String(port)] });
 }, 300_000);
 
@@ -150,7 +150,7 @@ describe('tlsCertFile with serverTLSBootstrap, and rotation of a short-lived ser
       '-keyout', keyFile, '-out', certFile], { stdio: 'ignore' });
     fileCert = new X509Certificate(await readFile(certFile));
     const config = join(work, 'kubelet-files.yaml');
-    await writeFile(config, ['apiVersion: kubelet.config.k8s.io/v1beta1', 'kind: KubeletConfiguration', 'serverTLSBootstrap: true',
+    await writeFile(config, ['apiVersion: kubelet.config.k8s.io/v1beta1', 'kind: KubeletConfiguration', 'failCgroupV1: false', 'serverTLSBootstrap: true',
       `tlsCertFile: ${certFile}`, `tlsPrivateKeyFile: ${keyFile}`, ''].join('\n'));
     const before = new Set((await servingCsrs()).map((c) => c.metadata.name));
     await cluster.agent.start(['--config', config, '--client-ca-file', join(cluster.dir, 'pki', 'ca.crt'), '--port', String(port)]);

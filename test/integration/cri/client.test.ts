@@ -9,6 +9,7 @@ import { promisify } from 'node:util';
 import { pino } from 'pino';
 import { CriClient } from '../../../src/cri/client.js';
 import { isUnavailable } from '../../../src/cri/errors.js';
+import { cgroupDriverFromRuntimeConfig, cgroupDriverFromStatusInfo } from '../../../src/cri/runtime-info.js';
 import type { ContainerConfig, PodSandboxConfig } from '../../../src/cri/types.js';
 import { criFailure } from '../../contract/runtime-contract.js';
 
@@ -98,6 +99,11 @@ describe('runtime info', () => {
   it('Status reports the runtime ready', async () => {
     const s = await client.status();
     expect(s.conditions).toEqual(expect.arrayContaining([expect.objectContaining({ type: 'RuntimeReady', status: true })]));
+  });
+
+  it("RuntimeConfig (containerd 2.x implements it) tells the runc runtime's cgroup driver, as its configuration says", async () => {
+    const driver = cgroupDriverFromRuntimeConfig(await client.runtimeConfig());
+    expect(driver).toBe(cgroupDriverFromStatusInfo(await client.statusInfo()));
   });
 });
 

@@ -21,6 +21,13 @@ export const podNetworkName = 'nodelet-bridge';
 export const podSubnetPrefix = '10.99.0.';
 export const testNode = 'nodelet-it';
 
+/**
+ * The KubeletConfiguration of a test's agent, unless the test gives its own: these hosts are cgroup v1, where kubelet
+ * 1.37, and nodelet with it, refuse to start unless failCgroupV1 is false. A test's own --config file says it too, as a
+ * kubelet user's on cgroup v1 does.
+ */
+export const defaultTestKubeletConfig = 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nfailCgroupV1: false\n';
+
 /** The static pod name kubelet gives a manifest's pod on this node. */
 export const staticName = (name: string) => `${name}-${testNode}`;
 
@@ -72,14 +79,25 @@ export class AgentProcess {
     return join(this.rootDir, 'nodelet.sock');
   }
 
+  /** The KubeletConfiguration a start without a --config of the test's own gets (see defaultTestKubeletConfig). */
+  get configFile(): string {
+    return join(this.rootDir, '..', 'test-kubelet-config.yaml');
+  }
+
   /** The running agent's process id (a restart changes it). */
   get pid(): number | undefined {
     return this.child?.pid;
   }
 
-  /** `socketTimeoutMs`: how long the status socket may take (a TLS bootstrap comes before it and waits for the signer). */
+  /**
+   * `socketTimeoutMs`: how long the status socket may take (a TLS bootstrap comes before it and waits for the signer).
+   * Without a --config in `extraArgs` the agent gets defaultTestKubeletConfig; a test's own file must say failCgroupV1 too.
+   */
   async start(extraArgs: string[] = [], socketTimeoutMs = 20_000): Promise<void> {
+    const ownConfig = extraArgs.some((a) => a === '--config' || a.startsWith('--config='));
+    if (!ownConfig) await writeFile(this.configFile, defaultTestKubeletConfig);
     const args = [
+      ...(ownConfig ? [] : ['--config', this.configFile]),
       '--pod-manifest-path', this.manifestDir,
       '--container-runtime-endpoint', this.runtimeEndpoint,
       '--root-dir', this.rootDir,

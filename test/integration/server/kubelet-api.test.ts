@@ -265,9 +265,9 @@ describe('straight to the kubelet port over HTTPS', () => {
     await kubectl('create', 'serviceaccount', 'probe-user');
     const token = (await kubectl('create', 'token', 'probe-user')).trim();
     const denied = await kubeletGet('/pods', { token });
-    expect(denied).toEqual({ status: 403, body: 'Forbidden (user=system:serviceaccount:default:probe-user, verb=get, resource=nodes, subresource=proxy)' });
-    expect((await kubeletGet('/containerLogs/default/logs/a', { token })).body).toContain('subresource=proxy');
-    expect((await kubeletGet('/stats/summary', { token })).body).toContain('subresource=stats');
+    expect(denied).toEqual({ status: 403, body: 'Forbidden (user=system:serviceaccount:default:probe-user, verb=get, resource=nodes, subresource(s)=[pods proxy])\n' });
+    expect((await kubeletGet('/containerLogs/default/logs/a', { token })).body).toContain('subresource(s)=[proxy])');
+    expect((await kubeletGet('/stats/summary', { token })).body).toContain('subresource(s)=[stats])');
     await kubectl('create', 'clusterrolebinding', 'probe-user-kubelet', '--clusterrole=system:kubelet-api-admin', '--serviceaccount=default:probe-user');
     // The denied answer is cached for --authorization-webhook-cache-unauthorized-ttl (2s here).
     await sleep(2_500);
@@ -290,6 +290,22 @@ describe('straight to the kubelet port over HTTPS', () => {
     expect(await kubeletGet(`/run/default/logs/b?cmd=echo+run-output`, { token, method: 'POST' })).toEqual({ status: 200, body: 'run-output\n' });
     // As kubelet: exec and run look among running containers only, and answer 500 for one that is not running.
     expect(await kubeletGet(`/run/default/probed/done?cmd=true`, { token, method: 'POST' })).toEqual({ status: 500, body: 'container not found ("done")' });
+  });
+
+  test('fine-grained authorization (GA in 1.36): nodes/pods alone admits /pods and /runningpods/, not /containerLogs', async () => {
+    await kubectl('create', 'serviceaccount', 'pods-reader');
+    await kubectl('create', 'clusterrole', 'kubelet-pods-reader', '--verb=get', '--resource=nodes/pods');
+    await kubectl('create', 'clusterrolebinding', 'pods-reader', '--clusterrole=kubelet-pods-reader', '--serviceaccount=default:pods-reader');
+    const token = (await kubectl('create', 'token', 'pods-reader')).trim();
+    const pods = await kubeletGet('/pods', { token });
+    expect(pods.status).toBe(200);
+    expect((JSON.parse(pods.body) as { kind: string }).kind).toBe('PodList');
+    // Admitted as nodes/pods; nodelet does not serve /runningpods/ (kubelet's debugging handler): 404, not 403.
+    expect((await kubeletGet('/runningpods/', { token })).status).toBe(404);
+    expect(await kubeletGet('/containerLogs/default/logs/a', { token })).toEqual({
+      status: 403, body: 'Forbidden (user=system:serviceaccount:default:pods-reader, verb=get, resource=nodes, subresource(s)=[proxy])\n',
+    });
+    expect((await kubeletGet('/healthz', { token })).body).toContain('subresource(s)=[healthz proxy])');
   });
 
   test('run on a container stopped since the last relist: container not found, as kubelet (which asks the runtime) answers', async () => {

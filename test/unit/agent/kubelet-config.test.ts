@@ -321,6 +321,24 @@ authorization:
   });
 });
 
+test("failCgroupV1: kubelet 1.37's default true, false in the file, --fail-cgroupv1 on the command line over both", () => {
+  expect(defaultKubeletConfiguration().failCgroupV1).toBe(true);
+  const file = parse('failCgroupV1: false\n');
+  expect(file.failCgroupV1).toBe(false);
+  expect(file.warnings).toEqual([]);
+  expect(resolveKubeletConfiguration(file).failCgroupV1).toBe(false);
+  expect(resolveKubeletConfiguration(parse('failCgroupV1: true\n')).failCgroupV1).toBe(true);
+  expect(resolveKubeletConfiguration(undefined).failCgroupV1).toBe(true);
+  // The flag's default ("true") does not count: only a flag given on the command line wins over the file.
+  expect(resolveKubeletConfiguration(file, new Map([['fail-cgroupv1', 'true']]), new Set()).failCgroupV1).toBe(false);
+  expect(resolveKubeletConfiguration(file, new Map([['fail-cgroupv1', 'true']]), new Set(['fail-cgroupv1'])).failCgroupV1).toBe(true);
+  expect(resolveKubeletConfiguration(undefined, new Map([['fail-cgroupv1', 'false']]), new Set(['fail-cgroupv1'])).failCgroupV1).toBe(false);
+  expect(() => resolveKubeletConfiguration(undefined, new Map([['fail-cgroupv1', 'no']]), new Set(['fail-cgroupv1']))).toThrow(
+    'command line: --fail-cgroupv1: must be true or false, not "no"',
+  );
+  expect(() => parse('failCgroupV1: "false"\n')).toThrow('/etc/nodelet/config.yaml: failCgroupV1: must be true or false, not "false"');
+});
+
 test('podPidsLimit: -1 (no limit) and up; below is an error naming the field', () => {
   expect(parse('podPidsLimit: -1\n').podPidsLimit).toBe(-1);
   expect(parse('podPidsLimit: 0\n').podPidsLimit).toBe(0);

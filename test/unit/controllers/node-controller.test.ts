@@ -148,7 +148,7 @@ function setup(over: Partial<NodeControllerSettings> = {}, applyPodCIDR?: (cidr:
     nodeName: 'n1',
     hostname: 'n1',
     nodeIP: '192.0.2.10',
-    kubeletVersion: 'v1.32.0+nodelet.0.1.0',
+    kubeletVersion: 'v1.37.0+nodelet.0.1.0',
     kubeletPort: 10250,
     maxPods: 110,
     maxImages: 50,

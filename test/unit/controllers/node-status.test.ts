@@ -32,7 +32,7 @@ function inputs(over: Partial<NodeStatusInputs> = {}): NodeStatusInputs {
     hostname: 'n1',
     nodeIP: '192.0.2.10',
     machine,
-    kubeletVersion: 'v1.32.0+nodelet.0.1.0',
+    kubeletVersion: 'v1.37.0+nodelet.0.1.0',
     kubeletPort: 10250,
     maxPods: 110,
     reservation: defaultReservation,
@@ -50,8 +50,8 @@ const t2 = new Date('2025-01-01T00:00:20Z');
 const condition = (node: V1Node, type: string) => nodeConditions(node).find((c) => c.type === type)!;
 
 test('kubeletVersion: the Kubernetes version followed, nodelet as build metadata', () => {
-  expect(nodeletKubeletVersion('0.1.0')).toBe('v1.32.0+nodelet.0.1.0');
-  expect(nodeletKubeletVersion('1.0.0-rc.1')).toBe('v1.32.0+nodelet.1.0.0-rc.1');
+  expect(nodeletKubeletVersion('0.1.0')).toBe('v1.37.0+nodelet.0.1.0');
+  expect(nodeletKubeletVersion('1.0.0-rc.1')).toBe('v1.37.0+nodelet.1.0.0-rc.1');
 });
 
 describe('initialNode', () => {
@@ -79,7 +79,7 @@ describe('initialNode', () => {
       kernelVersion: '6.1.0-13-amd64',
       osImage: 'Debian GNU/Linux 12 (bookworm)',
       containerRuntimeVersion: 'containerd://1.6.20~ds1',
-      kubeletVersion: 'v1.32.0+nodelet.0.1.0',
+      kubeletVersion: 'v1.37.0+nodelet.0.1.0',
       kubeProxyVersion: '',
       operatingSystem: 'linux',
       architecture: 'amd64',
@@ -223,7 +223,7 @@ describe('nodeStatusPatch', () => {
   });
 
   test('changed addresses replace the list; changed resources patch by key; nodeInfo as a whole', () => {
-    const next = setNodeStatus(base, inputs({ nodeIP: '192.0.2.11', maxPods: 50, kubeletVersion: 'v1.32.0+nodelet.0.2.0' }), t1);
+    const next = setNodeStatus(base, inputs({ nodeIP: '192.0.2.11', maxPods: 50, kubeletVersion: 'v1.37.0+nodelet.0.2.0' }), t1);
     const patch = nodeStatusPatch(base.status, next.status!);
     expect(patch.status.addresses).toEqual([
       { type: 'InternalIP', address: '192.0.2.11' },
@@ -232,7 +232,7 @@ describe('nodeStatusPatch', () => {
     ]);
     expect(patch.status.capacity).toEqual({ pods: '50' });
     expect(patch.status.allocatable).toEqual({ pods: '50' });
-    expect((patch.status.nodeInfo as { kubeletVersion: string }).kubeletVersion).toBe('v1.32.0+nodelet.0.2.0');
+    expect((patch.status.nodeInfo as { kubeletVersion: string }).kubeletVersion).toBe('v1.37.0+nodelet.0.2.0');
     expect(patch.status).not.toHaveProperty('daemonEndpoints');
   });
 

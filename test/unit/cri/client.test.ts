@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { Server, ServerCredentials, status, type ServiceDefinition, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import { CriClient, grpcTarget } from '../../../src/cri/client.js';
-import { CriError } from '../../../src/cri/errors.js';
+import { CriError, isUnimplemented } from '../../../src/cri/errors.js';
 
 const PROTO = fileURLToPath(new URL('../../../../proto/runtime/v1/api.proto', import.meta.url));
 const pkg = loadSync(PROTO, { keepCase: false, longs: String, enums: String, defaults: true });
@@ -192,6 +192,21 @@ describe('CriClient against a fake runtime', () => {
     expect(r.stdout.toString()).toBe('out');
     expect(r.stderr.toString()).toBe('err');
     expect(r.exitCode).toBe(3);
+  });
+
+  it("RuntimeConfig: the runtime's cgroup driver, none without a Linux configuration, Unimplemented told apart", async () => {
+    handlers.set('RuntimeConfig', () => ({ linux: { cgroupDriver: 'CGROUPFS' } }));
+    expect(await client.runtimeConfig()).toEqual({ linux: { cgroupDriver: 'CGROUPFS' } });
+    // An empty Linux configuration is the enum's zero, SYSTEMD (as Go's GetCgroupDriver reads it).
+    handlers.set('RuntimeConfig', () => ({ linux: {} }));
+    expect(await client.runtimeConfig()).toEqual({ linux: { cgroupDriver: 'SYSTEMD' } });
+    handlers.set('RuntimeConfig', () => ({}));
+    expect(await client.runtimeConfig()).toEqual({});
+    handlers.delete('RuntimeConfig');
+    const err = await client.runtimeConfig().catch((e: unknown) => e);
+    expect(err).toMatchObject({ method: 'RuntimeConfig', grpcCode: status.UNIMPLEMENTED });
+    expect(isUnimplemented(err)).toBe(true);
+    expect(isUnimplemented(new CriError('Unavailable', 'RuntimeConfig', 'down', status.UNAVAILABLE))).toBe(false);
   });
 
   it('rejects with DeadlineExceeded when the runtime does not answer within timeoutMs', async () => {

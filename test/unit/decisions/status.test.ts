@@ -47,6 +47,39 @@ describe('derivePodStatus', () => {
     expect(app.state!.running!.startedAt).toEqual(new Date(t0 + 1000));
   });
 
+  test("observedGeneration: the pod's generation on the status and on every condition kubelet owns; none without one", () => {
+    const p = pod();
+    p.metadata!.generation = 3;
+    const s = derivePodStatus(input(p, [c('app', 'running'), c('side', 'running')]));
+    expect(s.observedGeneration).toBe(3);
+    expect(s.conditions!.map((x) => [x.type, x.observedGeneration])).toEqual([
+      ['PodReadyToStartContainers', 3], ['Initialized', 3], ['Ready', 3], ['ContainersReady', 3], ['PodScheduled', 3],
+    ]);
+    const standalone = derivePodStatus(input(pod(), [c('app', 'running')]));
+    expect(standalone).not.toHaveProperty('observedGeneration');
+    expect(standalone.conditions!.every((x) => !('observedGeneration' in x))).toBe(true);
+  });
+
+  test("PodReadyToStartContainers False with kubelet 1.37's PodSandboxNotReady reason and why", () => {
+    const ready = (p: V1Pod, sandboxes: PodRuntimeState['sandboxes']) => cond(derivePodStatus({ ...input(p, []), state: { uid: 'u1', sandboxes, containers: [] } }), 'PodReadyToStartContainers');
+    const sb = (ready: boolean, ips: string[], attempt = 0) => ({ id: `sb${attempt}`, attempt, ready, createdAt: t0 + attempt, ips });
+    expect(ready(pod(), [sb(true, ['10.99.0.7'])])).toMatchObject({ status: 'True' });
+    expect(ready(pod(), [sb(true, ['10.99.0.7'])])).not.toHaveProperty('reason');
+    expect(ready(pod(), [])).toMatchObject({ status: 'False', reason: 'PodSandboxNotReady', message: 'no pod sandbox exists' });
+    expect(ready(pod(), [sb(false, [])])).toMatchObject({ status: 'False', reason: 'PodSandboxNotReady', message: 'pod sandbox is not ready' });
+    expect(ready(pod(), [sb(true, [])])).toMatchObject({ status: 'False', message: 'pod sandbox has no IP address' });
+    expect(ready(pod(), [sb(true, ['10.99.0.8'], 1), sb(true, ['10.99.0.7'])])).toMatchObject({ message: 'multiple pod sandboxes are ready and need to be reconciled' });
+    const host = pod();
+    host.spec!.hostNetwork = true;
+    expect(ready(host, [sb(true, [])])).toMatchObject({ status: 'True' });
+  });
+
+  test("containerStatuses[].user: the uid, gid and supplemental groups the runtime reports (kubelet's SupplementalGroupsPolicy)", () => {
+    const s = derivePodStatus(input(pod(), [c('app', 'running', { user: { uid: 1000, gid: 3000, supplementalGroups: [3000, 4000] } }), c('side', 'running')]));
+    expect(s.containerStatuses![0]!.user).toEqual({ linux: { uid: 1000, gid: 3000, supplementalGroups: [3000, 4000] } });
+    expect(s.containerStatuses![1]).not.toHaveProperty('user');
+  });
+
   test("each container's volumeMounts as specified, created or not (kubelet's RecursiveReadOnlyMounts status); read-only ones not recursively", () => {
     const p = pod();
     p.spec!.containers[0]!.volumeMounts = [{ name: 'data', mountPath: '/data' }, { name: 'cfg', mountPath: '/etc/cfg', readOnly: true, subPath: 'x' }];

@@ -116,7 +116,7 @@ const cases: Case[] = [
     fresh: true,
     calls: ['runPodSandbox attempt=0', ...startBoth],
     results: ['CreatePodSandbox sandbox#0', 'StartContainer app', 'StartContainer sidecar'],
-    events: ['Created app: Created container: app', 'Started sidecar: Started container sidecar'],
+    events: ['Created app: Container created', 'Started sidecar: Container started'],
     check: (f) => {
       expect(f.files.pathsOf('makeDirs')).toEqual([logDir, `${logDir}/app`, `${logDir}/sidecar`]);
       expect(f.files.dirs.get(`${logDir}/app`)).toBe(0o755);

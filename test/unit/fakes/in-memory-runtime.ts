@@ -441,8 +441,19 @@ export class InMemoryRuntime implements RuntimeService, ImageService {
         propagation: m.propagation ?? 'PROPAGATION_PRIVATE',
       })),
       logPath: c.logPath,
+      user: this.containerUser(c),
       info: verbose ? { info: JSON.stringify(this.containerInfo(c)) } : {},
     };
+  }
+
+  /**
+   * The identities containerd reports for the container's first process: the security context's user and group (the
+   * images here set none: root) and the primary group among the supplemental ones. Checked for the default, root.
+   */
+  private containerUser(c: ContainerRecord): { uid: number; gid: number; supplementalGroups: number[] } {
+    const sc = c.config.linux?.securityContext;
+    const gid = sc?.runAsGroup ?? 0;
+    return { uid: sc?.runAsUser ?? 0, gid, supplementalGroups: [...new Set([gid, ...(sc?.supplementalGroups ?? [])])] };
   }
 
   async execSync(containerId: string, cmd: string[], timeoutSeconds: number, opts?: CallOptions): Promise<ExecSyncResult> {

@@ -109,7 +109,7 @@ describe('syncing', () => {
     expect(t.containers()).toEqual(['app#0 CONTAINER_RUNNING']);
   });
 
-  test('a crashed container waits out its back-off as CrashLoopBackOff, then restarts when the clock gets there', async () => {
+  test('a crashed container waits out its back-off (terminated in the status, as kubelet 1.37), then restarts when the clock gets there', async () => {
     const t = setup();
     await running(t);
     t.f.runtime.exitContainer(t.f.runtime.peek().containers[0]!.id, 1);
@@ -121,12 +121,43 @@ describe('syncing', () => {
     await t.idle();
     // The older dead instance is collected: one dead container is kept per name.
     expect(t.containers()).toEqual(['app#1 CONTAINER_EXITED']);
-    expect(t.worker.apiPod()?.status?.containerStatuses?.[0]?.state?.waiting?.reason).toBe('CrashLoopBackOff');
+    // The sync that finds the back-off reports the exit; CrashLoopBackOff would show from a later sync in it.
+    expect(t.worker.apiPod()?.status?.containerStatuses?.[0]?.state?.terminated?.exitCode).toBe(1);
     expect(t.f.events.reasons()).toContain('BackOff');
     await t.f.clock.advance(9_999);
     expect(t.f.runtime.callsOf('createContainer')).toHaveLength(1);
     await t.f.clock.advance(1);
     expect(t.containers()).toEqual(['app#1 CONTAINER_EXITED', 'app#2 CONTAINER_RUNNING']);
+  });
+});
+
+describe('a back-off longer than the resync', () => {
+  test('shows CrashLoopBackOff from the resync inside it, as kubelet 1.37 (requeued at min(back-off end, resync))', async () => {
+    const t = setup();
+    await running(t);
+    // The first crash restarts at once; the next three wait out back-offs of 10 s, 20 s and 40 s, each shorter than
+    // the resync of 60 s, so no sync falls inside them: the status shows the exit throughout.
+    for (let i = 0; i < 4; i++) {
+      const live = t.f.runtime.peek().containers.find((c) => c.state === 'CONTAINER_RUNNING')!;
+      t.f.runtime.exitContainer(live.id, 1);
+      t.worker.wake();
+      await t.idle();
+      if (i === 0) continue;
+      expect(t.worker.apiPod()?.status?.containerStatuses?.[0]?.state?.terminated?.exitCode).toBe(1);
+      await t.f.clock.advance(10_000 * 2 ** (i - 1));
+    }
+    const live = t.f.runtime.peek().containers.find((c) => c.state === 'CONTAINER_RUNNING')!;
+    t.f.runtime.exitContainer(live.id, 1);
+    t.worker.wake();
+    await t.idle();
+    // The fifth crash: an 80 s back-off. Terminated first; the resync 60 s in shows CrashLoopBackOff.
+    const status = () => t.worker.apiPod()?.status?.containerStatuses?.[0];
+    expect(status()?.state?.terminated?.exitCode).toBe(1);
+    await t.f.clock.advance(60_000);
+    expect(status()?.state?.waiting).toMatchObject({ reason: 'CrashLoopBackOff', message: expect.stringMatching(/^back-off 80s restarting failed container=app pod=/) });
+    expect(status()?.lastState?.terminated?.exitCode).toBe(1);
+    await t.f.clock.advance(20_000);
+    expect(status()?.state?.running).toBeDefined();
   });
 });
 

@@ -44,6 +44,6 @@ test('a probe warning records ProbeWarning; an errored run records Unhealthy wit
   worker.stop();
   expect(events).toEqual([
     ['ProbeWarning', 'Readiness probe warning: Probe terminated redirects'],
-    ['Unhealthy', 'Readiness probe errored: port "web" not found in the ports of container "app"'],
+    ['Unhealthy', 'Readiness probe errored and resulted in unknown state: port "web" not found in the ports of container "app"'],
   ]);
 });

@@ -139,10 +139,10 @@ describe('ProbeWorker', () => {
     await clock.advance(0);
     expect(host.runs).toBe(3);
     expect(host.published).toEqual([['c1', 'success']]);
-    const errored = records.filter((r) => r.msg.startsWith('Liveness probe errored'));
+    const errored = records.filter((r) => r.msg.startsWith('Liveness probe errored and resulted in unknown state'));
     expect(errored).toEqual([
       expect.objectContaining({
-        msg: 'Liveness probe errored: port "web" not found in the ports of container "app"',
+        msg: 'Liveness probe errored and resulted in unknown state: port "web" not found in the ports of container "app"',
         field: 'spec.containers[0].livenessProbe.httpGet.port',
       }),
     ]);

@@ -8,28 +8,37 @@ const user: UserInfo = { name: 'alice', groups: ['devs', 'system:authenticated']
 
 describe('requestAttributes', () => {
   test.each([
-    ['GET', '/stats/summary', 'get', 'stats'],
-    ['GET', '/stats', 'get', 'stats'],
-    ['GET', '/metrics', 'get', 'metrics'],
-    ['GET', '/metrics/cadvisor', 'get', 'metrics'],
-    ['GET', '/logs/', 'get', 'log'],
-    ['GET', '/logs/syslog', 'get', 'log'],
-    ['POST', '/checkpoint/ns/pod/c', 'create', 'checkpoint'],
-    ['GET', '/spec/', 'get', 'proxy'],
-    ['GET', '/pods', 'get', 'proxy'],
-    ['GET', '/healthz', 'get', 'proxy'],
-    ['GET', '/configz', 'get', 'proxy'],
-    ['GET', '/containerLogs/ns/pod/c', 'get', 'proxy'],
-    ['POST', '/exec/ns/pod/c', 'create', 'proxy'],
-    ['GET', '/exec/ns/pod/c', 'get', 'proxy'],
-    ['PUT', '/x', 'update', 'proxy'],
-    ['PATCH', '/x', 'patch', 'proxy'],
-    ['DELETE', '/x', 'delete', 'proxy'],
-    ['HEAD', '/x', '', 'proxy'],
-    ['GET', '/statsfoo', 'get', 'proxy'],
-    ['GET', '/metricsx', 'get', 'proxy'],
-  ])('%s %s -> verb %s, subresource %s', (method, path, verb, subresource) => {
-    expect(requestAttributes(user, method, path, 'node-1')).toEqual({ user, verb, apiVersion: 'v1', resource: 'nodes', subresource, name: 'node-1', path });
+    ['GET', '/stats/summary', 'get', ['stats']],
+    ['GET', '/stats', 'get', ['stats']],
+    ['GET', '/metrics', 'get', ['metrics']],
+    ['GET', '/metrics/cadvisor', 'get', ['metrics']],
+    ['GET', '/logs/', 'get', ['log']],
+    ['GET', '/logs/syslog', 'get', ['log']],
+    ['POST', '/checkpoint/ns/pod/c', 'create', ['checkpoint']],
+    ['GET', '/statusz', 'get', ['statusz']],
+    ['GET', '/flagz', 'get', ['configz']],
+    ['GET', '/spec/', 'get', ['proxy']],
+    ['GET', '/pods', 'get', ['pods', 'proxy']],
+    ['GET', '/pods/', 'get', ['pods', 'proxy']],
+    ['GET', '/allocatedPods', 'get', ['pods', 'proxy']],
+    ['GET', '/runningpods/', 'get', ['pods', 'proxy']],
+    ['GET', '/healthz', 'get', ['healthz', 'proxy']],
+    ['GET', '/healthz/ping', 'get', ['healthz', 'proxy']],
+    ['GET', '/configz', 'get', ['configz', 'proxy']],
+    ['GET', '/podsx', 'get', ['proxy']],
+    ['GET', '/containerLogs/ns/pod/c', 'get', ['proxy']],
+    ['POST', '/exec/ns/pod/c', 'create', ['proxy']],
+    ['GET', '/exec/ns/pod/c', 'get', ['proxy']],
+    ['PUT', '/x', 'update', ['proxy']],
+    ['PATCH', '/x', 'patch', ['proxy']],
+    ['DELETE', '/x', 'delete', ['proxy']],
+    ['HEAD', '/x', '', ['proxy']],
+    ['GET', '/statsfoo', 'get', ['proxy']],
+    ['GET', '/metricsx', 'get', ['proxy']],
+  ])('%s %s -> verb %s, subresources %j', (method, path, verb, subresources) => {
+    expect(requestAttributes(user, method, path, 'node-1')).toEqual(
+      subresources.map((subresource) => ({ user, verb, apiVersion: 'v1', resource: 'nodes', subresource, name: 'node-1', path })),
+    );
   });
 
   test('isSubpath', () => {
@@ -39,9 +48,9 @@ describe('requestAttributes', () => {
   });
 
   test("kubelet's 403 text and the SubjectAccessReview spec", () => {
-    const a = requestAttributes(user, 'GET', '/pods', 'node-1');
-    expect(forbiddenMessage(a)).toBe('Forbidden (user=alice, verb=get, resource=nodes, subresource=proxy)');
-    expect(subjectAccessReviewSpec(a)).toEqual({
+    const attrs = requestAttributes(user, 'GET', '/pods', 'node-1');
+    expect(forbiddenMessage(attrs)).toBe('Forbidden (user=alice, verb=get, resource=nodes, subresource(s)=[pods proxy])\n');
+    expect(subjectAccessReviewSpec(attrs[1]!)).toEqual({
       user: 'alice', groups: ['devs', 'system:authenticated'],
       resourceAttributes: { namespace: '', verb: 'get', group: '', version: 'v1', resource: 'nodes', subresource: 'proxy', name: 'node-1' },
     });
@@ -62,22 +71,23 @@ describe('WebhookAuthorizer', () => {
       },
     };
     const authz = new WebhookAuthorizer({ client, clock, authorizedTtlMs: 300_000, unauthorizedTtlMs: 30_000 });
-    const a = requestAttributes(user, 'GET', '/pods', 'n');
-    expect((await authz.authorize(a)).allowed).toBe(false);
+    const [a] = requestAttributes(user, 'GET', '/pods', 'n');
+    expect((await authz.authorize(a!)).allowed).toBe(false);
     allowed = true;
     await clock.advance(29_000);
-    expect((await authz.authorize(a)).allowed).toBe(false); // still the cached denial
+    expect((await authz.authorize(a!)).allowed).toBe(false); // still the cached denial
     expect(calls).toHaveLength(1);
     await clock.advance(1_000);
-    expect((await authz.authorize(a)).allowed).toBe(true);
+    expect((await authz.authorize(a!)).allowed).toBe(true);
     expect(calls).toHaveLength(2);
     allowed = false;
     await clock.advance(299_000);
-    expect((await authz.authorize(a)).allowed).toBe(true); // the cached allowance
+    expect((await authz.authorize(a!)).allowed).toBe(true); // the cached allowance
     // Another subresource is another question.
     fail = true;
-    await expect(authz.authorize(requestAttributes(user, 'GET', '/stats/summary', 'n'))).rejects.toThrow('unreachable');
-    await expect(authz.authorize(requestAttributes(user, 'GET', '/stats/summary', 'n'))).rejects.toThrow('unreachable');
+    const [stats] = requestAttributes(user, 'GET', '/stats/summary', 'n');
+    await expect(authz.authorize(stats!)).rejects.toThrow('unreachable');
+    await expect(authz.authorize(stats!)).rejects.toThrow('unreachable');
     expect(calls).toHaveLength(4);
     expect(calls[0]).toMatchObject({ kind: 'SubjectAccessReview', apiVersion: 'authorization.k8s.io/v1' });
   });

@@ -77,6 +77,33 @@ describe('/metrics', () => {
   });
 });
 
+describe("kubelet 1.37's start-up metrics", () => {
+  test('kubelet_cgroup_version: 0 until the check sets it', async () => {
+    const m = metrics();
+    expect(await m.registry.metrics()).toContain('# HELP kubelet_cgroup_version cgroup version on the hosts.\n# TYPE kubelet_cgroup_version gauge\nkubelet_cgroup_version 0\n');
+    m.cgroupVersion(1);
+    expect(await m.registry.metrics()).toContain('kubelet_cgroup_version 1\n');
+  });
+
+  test('kubelet_cri_losing_support: absent until a runtime without RuntimeConfig is met, then 1 for the release', async () => {
+    const m = metrics();
+    expect(await m.registry.metrics()).not.toContain('kubelet_cri_losing_support');
+    m.criLosingSupport('1.38.0');
+    const text = await m.registry.metrics();
+    expect(text).toContain(
+      '# HELP kubelet_cri_losing_support the Kubernetes version that the currently running CRI implementation will lose support on if not upgraded.\n' +
+        '# TYPE kubelet_cri_losing_support gauge\nkubelet_cri_losing_support{version="1.38.0"} 1\n',
+    );
+  });
+
+  test('RuntimeConfig is the instrumented runtime\'s runtime_config operation', async () => {
+    const m = metrics();
+    const runtime = instrumentRuntime({ runtimeConfig: async () => ({}) }, m, () => 0);
+    await runtime.runtimeConfig();
+    expect(await m.registry.metrics()).toContain('kubelet_runtime_operations_total{operation_type="runtime_config"} 1\n');
+  });
+});
+
 describe('/metrics/probes', () => {
   test("prober_probe_total by result with kubelet's labels; the series go with the worker", async () => {
     const m = metrics();
