@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# vm.sh: a Debian 12 guest (systemd as PID 1, the unified cgroup v2 hierarchy) under qemu, for running nodelet where
+# vm.sh: a Debian 13 (trixie) guest (systemd as PID 1, the unified cgroup v2 hierarchy) under qemu, for running nodelet where
 # its users run it. The development machines are cgroup v1 without systemd; this is the only place cgroup v2 and the
 # systemd cgroup driver are exercised.
 #
@@ -38,12 +38,13 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 # shellcheck source=scripts/common.sh
 source "$REPO/scripts/common.sh"
 CACHE=${NODELET_CACHE:-/var/cache/nodelet}/vm
-SUITE=bookworm
+SUITE=${NODELET_VM_SUITE:-trixie}
 # What the guest needs with no network: systemd as PID 1, a kernel with its initrd, the runtime rig's packages
 # (scripts/runtime.sh PACKAGES), the project's Node's libraries, and the tools the provisioning and tests use.
+# containerd and runc are not Debian's: the host builds them (scripts/runtime-build.sh) into the image's /usr/local/bin.
 GUEST_PACKAGES=(
   systemd systemd-sysv udev dbus linux-image-amd64 initramfs-tools kmod
-  containerd runc containernetworking-plugins busybox-static iptables iproute2 gcc libc6-dev
+  containernetworking-plugins busybox-static iptables iproute2 gcc libc6-dev
   libstdc++6 procps util-linux openssl ca-certificates netbase
 )
 HOST_PACKAGES=(mmdebstrap qemu-system-x86 e2fsprogs socat)
@@ -157,6 +158,8 @@ customize_image() {
   guest_mounts_script >"$root/usr/local/lib/nodelet-vm/shares.sh"
   guest_units "$root"
   chmod 755 "$root/usr/local/lib/nodelet-vm/"*.sh
+  # containerd 2 and runc as scripts/runtime.sh installs them (static binaries, so the host's build runs in the guest).
+  install -m 755 -t "$root/usr/local/bin" "$RUNTIME_BIN"/{containerd,containerd-shim-runc-v2,ctr,runc}
   systemctl --root="$root" enable systemd-networkd.service nodelet-vm-shares.service nodelet-vm-test.service >/dev/null 2>&1
   # Debian's containerd unit would start a second containerd on /run/containerd; the rig runs its own.
   systemctl --root="$root" disable containerd.service >/dev/null 2>&1 || true
@@ -168,6 +171,7 @@ customize_image() {
 recipe_key() {
   {
     printf '%s\n' "$SUITE" "${GUEST_PACKAGES[@]}" "$DISK_SIZE" "$GUEST_IP"
+    cat "$RUNTIME_BIN/.stamp"
     declare -f build_image customize_image guest_mounts_script guest_units
   } | sha256sum | cut -d' ' -f1
 }
@@ -175,7 +179,7 @@ recipe_key() {
 build_image() {
   local key=$1 dir=$CACHE/image work
   ensure_host_packages
-  log "building the Debian 12 guest image (mmdebstrap, about 2 minutes)..."
+  log "building the Debian $SUITE guest image (mmdebstrap, about 2 minutes)..."
   mkdir -p "$CACHE"
   rm -rf "$CACHE"/.build.*
   work=$(mktemp -d "$CACHE/.build.XXXXXX")
@@ -203,6 +207,8 @@ build_image() {
 
 cmd_image() {
   local key
+  # The runtime the image carries: built (or found up to date) before the recipe's key, which includes its stamp.
+  RUNTIME_BIN=$(bash "$REPO/scripts/runtime-build.sh" | tail -n 1) || die "building containerd and runc failed (scripts/runtime-build.sh)"
   key=$(recipe_key)
   mkdir -p "$CACHE"
   exec 8>"$CACHE/.lock"

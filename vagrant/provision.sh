@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# provision.sh: installs nodelet on a Debian 12 machine with systemd as PID 1 (the Vagrant box, the VM test's guest), as
+# provision.sh: installs nodelet on a Debian 13 (or 12) machine with systemd as PID 1 (the Vagrant box, the VM test's guest), as
 # kubelet is installed: its containerd and nodelet as systemd units, the configuration at /var/lib/nodelet/config.yaml,
 # extra flags in /etc/default/nodelet. Runs as root, from the project it installs (the unit runs nodelet from there).
 #
@@ -56,7 +56,7 @@ RequiresMountsFor=$REPO
 
 [Service]
 ExecStartPre=-/sbin/modprobe overlay
-ExecStart=/usr/bin/containerd --config /etc/nodelet/containerd/config.toml
+ExecStart=/usr/local/bin/containerd --config /etc/nodelet/containerd/config.toml
 Type=notify
 Delegate=yes
 KillMode=process

@@ -279,6 +279,8 @@ const ignoredFields: Record<string, IgnoredField> = {
   systemReservedCgroup: { kind: 'string' },
   kubeReservedCgroup: { kind: 'string' },
   allowedUnsafeSysctls: { kind: 'strings' },
+  // kubelet 1.37 (alpha, gate DefaultPodSysctls): sysctls every pod gets unless its securityContext sets them.
+  defaultPodSysctls: { kind: 'stringMap' },
   volumePluginDir: { kind: 'string', inert: ['', '/usr/libexec/kubernetes/kubelet-plugins/volume/exec/'] },
   kernelMemcgNotification: { kind: 'bool', default: false },
   logging: { kind: 'object' },
@@ -294,6 +296,10 @@ const ignoredFields: Record<string, IgnoredField> = {
   seccompDefault: { kind: 'bool', default: false },
   // MemoryQoS (cgroup v2 only).
   memoryThrottlingFactor: { kind: 'number', inert: [0, 0.9] },
+  // MemoryQoS's memory.min/memory.low (cgroup v2 only); None is kubelet's default.
+  memoryReservationPolicy: { kind: 'string', inert: ['', 'None'] },
+  // The kubelet API's key exchange curves (Go's numeric CurveIDs); nodelet's server keeps Node's.
+  tlsCurvePreferences: { kind: 'list' },
   tracing: { kind: 'object' },
   localStorageCapacityIsolation: { kind: 'bool', default: true },
   imageServiceEndpoint: { kind: 'string' },
@@ -739,6 +745,10 @@ export function parseKubeletConfiguration(text: string, source: string): Kubelet
         break;
       case 'healthzPort':
         out.healthzPort = r.int(field, value, 0, 65535);
+        break;
+      case 'runOnce':
+        // kubelet 1.37's validation refuses true ("Runonce mode has been deprecated and should not be set").
+        if (r.bool(field, value)) r.fail(field, 'true is refused, as kubelet refuses it: run-once mode has been deprecated and should not be set');
         break;
       default: {
         const spec = ignoredFields[field];

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# guest.sh OUT: the VM test inside the Debian 12 guest, started at every boot by the image's nodelet-vm-test.service
+# guest.sh OUT: the VM test inside the Debian 13 guest, started at every boot by the image's nodelet-vm-test.service
 # (scripts/vm.sh). OUT is the host's directory shared in: OUT/args holds the run's arguments (--cgroup-driver D),
 # results and logs go there. First boot: provision as Vagrant does (vagrant/provision.sh), the smoke suite, reboot.
 # Second boot: the smoke suite's after-reboot checks, then, when the host forwards an API server (OUT/forwards), the

@@ -9,11 +9,12 @@
 // kubeadm's replicas from the start: its pods, scheduled as soon as the node is Ready, get IPs from the node's podCIDR
 // (nodelet's network waits for it, as containerd's conf_template). The clean-up is proven: kube-proxy's chains (`kube-proxy --cleanup`), the conntrack
 // settings it made, the host paths its volumes created, then iptables-save compared with the snapshot taken first.
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { readFile, rmdir, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { V1ConfigMap, V1DaemonSet, V1Deployment, V1Endpoints, V1Pod, V1Service } from '@kubernetes/client-node';
 import { execa } from 'execa';
+import { parse } from 'yaml';
 import { busybox, ipReservations, repoRoot, waitFor } from '../helpers/agent.js';
 import { ensureBinaries } from '../../cluster/control-plane.js';
 import { podBridge, startRealCluster, type RealCluster } from '../helpers/real-cluster.js';
@@ -21,6 +22,35 @@ import { DEFAULT_SETTINGS } from '../../cluster/control-plane.js';
 import { cidrContains, parseCidr, parseIp } from '../../../src/cni/cidr.js';
 
 const ns = 'addons';
+
+/**
+ * kind's kube-proxy pod for Kubernetes 1.37 (test/fixtures/kind/kube-proxy-pod.yaml): kubeadm v1.37.2's DaemonSet, as the
+ * API server presents its pod for the node nodelet-1.
+ */
+const kindProxyPod = parse(readFileSync(new URL('../../../../test/fixtures/kind/kube-proxy-pod.yaml', import.meta.url), 'utf8')) as V1Pod;
+
+/**
+ * What a DaemonSet pod's spec and metadata say, without what differs from node to node and pod to pod: the node's name
+ * (spec.nodeName and the DaemonSet controller's node affinity), the token volume's generated suffix, and the image's tag
+ * (the cluster's version). The controller-revision-hash label is left out too (the fixture's is computed, not observed).
+ */
+function daemonPodShape(pod: V1Pod): unknown {
+  const spec = structuredClone(pod.spec!);
+  const node = spec.nodeName!;
+  spec.nodeName = '<node>';
+  for (const term of spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? []) {
+    for (const field of term.matchFields ?? []) field.values = field.values?.map((v) => (v === node ? '<node>' : v));
+  }
+  const token = (name: string) => name.replace(/^kube-api-access-[a-z0-9]{5}$/, 'kube-api-access-<id>');
+  for (const v of spec.volumes ?? []) v.name = token(v.name);
+  for (const c of spec.containers) {
+    c.image = c.image?.replace(/:[^:/]+$/, ':<version>');
+    for (const m of c.volumeMounts ?? []) m.name = token(m.name);
+  }
+  const { 'controller-revision-hash': _hash, ...labels } = pod.metadata!.labels!;
+  const owner = pod.metadata!.ownerReferences!.map(({ uid: _uid, ...ref }) => ref);
+  return { generateName: pod.metadata!.generateName, generation: pod.metadata!.generation, labels, owner, spec, qosClass: pod.status!.qosClass };
+}
 
 /** The kernel settings kube-proxy makes on its node (its conntrack settings and route_localnet for localhost NodePorts). */
 const kubeProxySettings = [
@@ -214,6 +244,8 @@ test('kube-proxy runs as kubeadm\'s DaemonSet and CoreDNS as its Deployment, wit
   expect(proxy!.spec!.hostNetwork).toBe(true);
   expect(proxy!.spec!.priorityClassName).toBe('system-node-critical');
   expect(proxy!.status!.containerStatuses![0]!.restartCount).toBe(0);
+  // kind's 1.37 kube-proxy pod is this cluster's: the same DaemonSet from the same kubeadm, the same API server.
+  expect(daemonPodShape(proxy!)).toEqual(daemonPodShape(kindProxyPod));
 
   const deploy = await cluster!.kubectl.get<V1Deployment>('deployment', '-n', 'kube-system', 'coredns');
   expect(deploy.spec!.replicas).toBe(corednsReplicas);

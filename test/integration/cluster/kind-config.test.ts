@@ -1,10 +1,13 @@
-// kind's KubeletConfiguration (test/fixtures/kind/kubelet-config.yaml) as nodelet's --config on a node of the REAL
-// control plane, unchanged but for failCgroupV1 (this host is cgroup v1, which kubelet 1.37 and nodelet refuse by default,
+// kind's KubeletConfiguration (test/fixtures/kind/kubelet-config.yaml: what kubeadm v1.37.2 writes on a node of kind's
+// main, see test/fixtures/kind/README.md) as nodelet's --config on a node of the REAL control plane, unchanged but for
+// failCgroupV1 (this host is cgroup v1, which kubelet 1.37 and nodelet refuse by default,
 // as the first test shows with the file unchanged; kind's users there add failCgroupV1: false with a kubeadmConfigPatch)
 // and cgroupDriver (kind's systemd; the rig's containerd here is cgroupfs, and a driver that differs from the runtime's
 // is refused at start, which the second test shows): cluster DNS in the pods' /etc/resolv.conf (ClusterFirst, None with dnsConfig, a host-network pod's
 // Default), the service environment variables of the pod's namespace and default/kubernetes, the pods' cgroups under
 // kind's cgroupRoot /kubelet, kubelet's healthz on 127.0.0.1:10248. What a container saw is read from its log file.
+// The file names kind's CRI socket (containerRuntimeEndpoint, which kubeadm 1.37 writes from the node's criSocket); the
+// rig's containerd is elsewhere, and the --container-runtime-endpoint every test agent is given wins, as in kubelet.
 import { readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rm, rmdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -42,6 +45,7 @@ beforeAll(async () => {
   const kind = await readFile(kindConfig, 'utf8');
   expect(kind).toMatch(/^cgroupDriver: systemd$/m);
   expect(kind).not.toMatch(/^failCgroupV1:/m);
+  expect(kind).toMatch(/^containerRuntimeEndpoint: unix:\/\/\/run\/containerd\/containerd\.sock$/m);
   const cgroupV1 = `${kind}failCgroupV1: false\n`;
   await writeFile(kindConfigCgroupV1, cgroupV1);
   await writeFile(kindConfigCgroupfs, cgroupV1.replace(/^cgroupDriver: systemd$/m, 'cgroupDriver: cgroupfs'));
@@ -139,6 +143,9 @@ test("the kind configuration's node: healthz on 127.0.0.1:10248, and a Service i
   const lines = cluster.agent.logLines();
   expect(lines.filter((l) => String(l.msg).includes('kubelet-config.yaml'))).toEqual([]);
   expect(lines.find((l) => l.msg === 'Using cgroup driver setting received from the CRI runtime')).toMatchObject({ cgroupDriver: 'cgroupfs' });
+  // The runtime is the flag's (the rig's containerd), not the file's kind socket.
+  expect(cluster.agent.runtimeEndpoint).not.toBe('unix:///run/containerd/containerd.sock');
+  expect(lines.find((l) => l.msg === 'Container runtime connected')).toMatchObject({ endpoint: cluster.agent.runtimeEndpoint });
 
   await cluster.kubectl.run('create', 'namespace', ns);
   await cluster.kubectl.fromFile('apply', 'svc.yaml', `apiVersion: v1

@@ -1,4 +1,4 @@
-// nodelet where its users run it: a Debian 12 guest (systemd as PID 1, cgroup v2) under qemu, provisioned by
+// nodelet where its users run it: a Debian 13 guest (systemd as PID 1, cgroup v2) under qemu, provisioned by
 // vagrant/provision.sh as a Vagrant box is, nodelet and containerd as systemd units, then the smoke suite inside
 // (test/vm/smoke.ts): pod Running and answering, cgroup limits, OOMKilled, CrashLoopBackOff, an agent restart, a reboot.
 // With the systemd driver the guest's nodelet then joins the real control plane running on the host (guest-cluster.ts).
@@ -42,7 +42,7 @@ const isRoot = process.getuid?.() === 0;
 if (!isRoot) console.log('VM test skipped: it needs root to build the guest image and share the project into qemu');
 const describeVm = isRoot ? describe : describe.skip;
 
-describeVm('a Debian 12 guest with systemd and cgroup v2', () => {
+describeVm('a Debian 13 guest with systemd and cgroup v2', () => {
   // The cluster phase runs with the systemd driver only (kubeadm's default, the Vagrantfile's): the VM test stays near
   // a quarter of an hour under TCG.
   test.each(['cgroupfs', 'systemd'])('cgroupDriver %s: the smoke suite passes inside the guest', async (driver) => {

@@ -134,7 +134,7 @@ rotateCertificates: true
   expect(() => parse('authentication: webhook\n')).toThrow('authentication: must be a mapping');
 });
 
-test("kind's KubeletConfiguration loads unchanged: what it sets, and its (empty) set of warnings", () => {
+test("kind's KubeletConfiguration (kubeadm v1.37.2 on a kind node) loads unchanged: what it sets, and its (empty) set of warnings", () => {
   const fixture = new URL('../../../../test/fixtures/kind/kubelet-config.yaml', import.meta.url);
   const file = parseKubeletConfiguration(readFileSync(fixture, 'utf8'), 'kind.yaml');
   // Every field kind sets is honoured, owned by another branch (server, rotation) or set to what nodelet does anyway
@@ -150,17 +150,41 @@ test("kind's KubeletConfiguration loads unchanged: what it sets, and its (empty)
     healthzPort: 10248,
     imageGCHighThresholdPercent: 100,
     staticPodPath: '/etc/kubernetes/manifests',
+    // kubeadm 1.37 (NodeLocalCRISocket, GA) patches the node's CRI socket from /var/lib/kubelet/instance-config.yaml
+    // into the file; 1.32 left it "" and passed --container-runtime-endpoint in kubeadm-flags.env.
+    containerRuntimeEndpoint: 'unix:///run/containerd/containerd.sock',
   });
-  // Zero durations and the empty runtime endpoint keep kubelet's defaults.
-  for (const key of ['syncFrequencyMs', 'fileCheckFrequencyMs', 'runtimeRequestTimeoutMs', 'nodeStatusUpdateFrequencyMs', 'nodeStatusReportFrequencyMs', 'containerRuntimeEndpoint']) {
+  // failCgroupV1 is not written: kubelet 1.37's default (true) applies.
+  expect(file).not.toHaveProperty('failCgroupV1');
+  // Zero durations keep kubelet's defaults.
+  for (const key of ['syncFrequencyMs', 'fileCheckFrequencyMs', 'runtimeRequestTimeoutMs', 'nodeStatusUpdateFrequencyMs', 'nodeStatusReportFrequencyMs']) {
     expect(file).not.toHaveProperty(key);
   }
   const c = resolveKubeletConfiguration(file);
   expect(c.nodeStatusUpdateFrequencyMs).toBe(10_000);
   expect(c.containerRuntimeEndpoint).toBe('unix:///run/containerd/containerd.sock');
+  expect(c.failCgroupV1).toBe(true);
+  // --container-runtime-endpoint given on the command line still wins over the file's socket.
+  const flags = new Map([['container-runtime-endpoint', 'unix:///run/nodelet/containerd/containerd.sock']]);
+  expect(resolveKubeletConfiguration(file, flags, new Set(flags.keys())).containerRuntimeEndpoint).toBe('unix:///run/nodelet/containerd/containerd.sock');
   // evictionHard replaces kubelet's default as a whole: nothing is reserved for eviction (0%).
   expect(c.evictionHard).toEqual({ 'nodefs.available': { percentage: 0 } });
   expect(c.resolvConf).toBe('/etc/resolv.conf');
+});
+
+test("kubelet 1.37's other v1beta1 fields: warned when they ask for something, runOnce true refused as kubelet refuses it", () => {
+  const warned = (body: string) => parse(body).warnings.map((w) => w.split(': ')[1]);
+  expect(warned('defaultPodSysctls: {}\nmemoryReservationPolicy: None\ntlsCurvePreferences: []\nrunOnce: false\n')).toEqual([]);
+  expect(warned('defaultPodSysctls: {net.ipv4.ip_forward: "1"}\nmemoryReservationPolicy: TieredReservation\ntlsCurvePreferences: [29, 23]\n')).toEqual([
+    'defaultPodSysctls',
+    'memoryReservationPolicy',
+    'tlsCurvePreferences',
+  ]);
+  expect(() => parse('runOnce: true\n')).toThrow(
+    '/etc/nodelet/config.yaml: runOnce: true is refused, as kubelet refuses it: run-once mode has been deprecated and should not be set',
+  );
+  expect(() => parse('runOnce: "no"\n')).toThrow('runOnce: must be true or false, not "no"');
+  expect(() => parse('defaultPodSysctls: [a]\n')).toThrow('defaultPodSysctls: must be a map of strings');
 });
 
 test('cluster DNS, resolver, cgroup, swap, image GC and healthz settings', () => {

@@ -22,7 +22,7 @@ test('the kubeconfig after the bootstrap names the current pem as certificate an
     'client-certificate': '/var/lib/nodelet/pki/kubelet-client-current.pem', 'client-key': '/var/lib/nodelet/pki/kubelet-client-current.pem' } }]);
 });
 
-// As the real control plane's kube-system/kubelet-config holds it (kubeadm v1.32.13), shortened.
+// As the real control plane's kube-system/kubelet-config holds it (kubeadm v1.37.2), shortened.
 const clusterConfig = `apiVersion: kubelet.config.k8s.io/v1beta1
 authentication:
   anonymous:
