@@ -31,6 +31,49 @@ CONFIG=$ROOT_DIR/config.yaml
 STATIC_POD_PATH=/etc/kubernetes/manifests
 ENDPOINT=unix:///run/nodelet/containerd/containerd.sock
 
+# containerd 2 and runc are not Debian's: scripts/runtime.sh runs the versions kube/containerd and kube/runc pin from
+# /usr/local/bin. The VM test's image carries them there (built on its host); elsewhere (a Vagrant box) runtime.sh
+# builds them from their Go modules (scripts/runtime-build.sh, a few minutes), which takes a Go at least as new as those
+# modules' go lines: Debian's golang-go is older (1.24 in Debian 13, 1.19 in Debian 12) and no toolchain is downloaded.
+# Checked here, before anything is installed, so a box without one says what to install.
+pinned_version() { awk -v m="$2" '($1 == m && $2 ~ /^v/) { print $2 } ($1 == "require" && $2 == m) { print $3 }' "$REPO/kube/$1/go.mod"; }
+CONTAINERD_VERSION=$(pinned_version containerd github.com/containerd/containerd/v2)
+RUNC_VERSION=$(pinned_version runc github.com/opencontainers/runc)
+runtime_installed() {
+  local p
+  for p in containerd containerd-shim-runc-v2 ctr runc; do [[ -x /usr/local/bin/$p ]] || return 1; done
+  [[ "$(/usr/local/bin/containerd --version 2>/dev/null | awk '{ print $3 }')" == "$CONTAINERD_VERSION" &&
+    "v$(/usr/local/bin/runc --version 2>/dev/null | awk 'NR == 1 { print $3 }')" == "$RUNC_VERSION" ]]
+}
+# go_version GO: the toolchain's own version (1.26.6), not one it would switch to.
+go_version() { (cd / && GOTOOLCHAIN=local "$1" env GOVERSION 2>/dev/null | sed -n 's/^go\([0-9][0-9.]*\).*/\1/p'); }
+if ! runtime_installed; then
+  GO_NEEDED=$(awk '$1 == "go" { print $2 }' "$REPO/kube/containerd/go.mod" "$REPO/kube/runc/go.mod" | sort -V | tail -n 1)
+  # The newest of $GO, the go on PATH and /usr/local/go/bin/go (go.dev's archive unpacked in /usr/local), handed to
+  # scripts/runtime-build.sh as GO.
+  best="" best_version="" seen=" " found=""
+  for candidate in ${GO:-} "$(command -v go || true)" /usr/local/go/bin/go; do
+    [[ -n $candidate && -x $candidate && $seen != *" $candidate "* ]] || continue
+    seen+="$candidate "
+    v=$(go_version "$candidate")
+    [[ -n $v ]] || continue
+    found+="${found:+, }go$v at $candidate"
+    if [[ -z $best_version || "$(printf '%s\n' "$best_version" "$v" | sort -V | tail -n 1)" == "$v" ]]; then best=$candidate best_version=$v; fi
+  done
+  if [[ -z $best_version || "$(printf '%s\n' "$GO_NEEDED" "$best_version" | sort -V | head -n 1)" != "$GO_NEEDED" ]]; then
+    {
+      echo "provision: ERROR: containerd $CONTAINERD_VERSION and runc $RUNC_VERSION are not installed in /usr/local/bin, and"
+      echo "provision: building them here (scripts/runtime-build.sh) needs Go >= $GO_NEEDED; found: ${found:-no Go}."
+      echo "provision: Install Go $GO_NEEDED or newer from https://go.dev/dl/ into /usr/local/go (Debian's golang-go is too old),"
+      echo "provision: or copy static containerd, containerd-shim-runc-v2, ctr and runc of those versions into /usr/local/bin"
+      echo "provision: (bash scripts/runtime-build.sh on a machine with Go prints the directory it builds them in); then run this again."
+    } >&2
+    exit 1
+  fi
+  export GO=$best
+  log "containerd $CONTAINERD_VERSION and runc $RUNC_VERSION are built here with go$best_version ($best) and installed into /usr/local/bin"
+fi
+
 # The project's Node and its build come from npm (a Vagrant box has a network; the VM test shares them in).
 if [[ ! -x $REPO/node_modules/node/bin/node || ! -f $REPO/dist/src/cli/main.js ]]; then
   log "installing npm to run npm ci in $REPO..."
