@@ -17,6 +17,7 @@
 #                                              --only startup --peers floor --big-pods 0 --reps 3. Prints the bench's
 #                                              table; the guest's logs are in /var/log/nodelet/vm/bench-<time>.
 #   NODELET_VM_TIMEOUT=seconds (default 900)   the guest is killed after this long (bench: 3600).
+#   NODELET_VM_SUITE=bookworm                  a Debian 12 guest instead of Debian 13 (trixie), its image cached apart.
 #   NODELET_VM_API_SERVER_PORT=PORT            a kube-apiserver on the host's 127.0.0.1:PORT, reached from the guest at
 #                                              10.0.2.100:PORT (qemu's guestfwd, one socat per connection).
 #   NODELET_VM_KUBELET_PORT=PORT               the guest's port PORT reached from the host at ADDRESS:PORT:
@@ -38,7 +39,11 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 # shellcheck source=scripts/common.sh
 source "$REPO/scripts/common.sh"
 CACHE=${NODELET_CACHE:-/var/cache/nodelet}/vm
-SUITE=${NODELET_VM_SUITE:-trixie}
+# NODELET_VM_SUITE=bookworm: a Debian 12 guest (vagrant/provision.sh still supports it). Its image is cached beside the
+# default's ($CACHE-bookworm), so switching suites rebuilds neither and a run of one never boots the other's image.
+DEFAULT_SUITE=trixie
+SUITE=${NODELET_VM_SUITE:-$DEFAULT_SUITE}
+[[ $SUITE == "$DEFAULT_SUITE" ]] || CACHE+=-$SUITE
 # What the guest needs with no network: systemd as PID 1, a kernel with its initrd, the runtime rig's packages
 # (scripts/runtime.sh PACKAGES), the project's Node's libraries, and the tools the provisioning and tests use.
 # containerd and runc are not Debian's: the host builds them (scripts/runtime-build.sh) into the image's /usr/local/bin.

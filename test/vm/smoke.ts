@@ -1,4 +1,4 @@
-// The VM test's smoke suite, run inside the Debian 12 guest (systemd, cgroup v2) by test/vm/guest.sh against nodelet
+// The VM test's smoke suite, run inside the Debian 13 guest (systemd, cgroup v2) by test/vm/guest.sh against nodelet
 // running as its systemd unit on the static pods of test/vm/manifests. Each check appends one line to the results file,
 // `PASS <phase>/<check>: <detail>` or `FAIL <phase>/<check>: <why>`; the host's Jest test (test/integration/vm) asserts
 // them. Usage: node smoke.js first|rebooted RESULTS cgroupfs|systemd POD_PIDS_LIMIT (nodelet's podPidsLimit)

@@ -59,6 +59,9 @@ beforeAll(async () => {
 
 
 
+
+/** The page a pod's httpd serves, asked until it answers: a container reported running may not listen yet. */
+const answer = (url: string) => waitFor(`${url} answering`, () => httpGet(url).catch(() => undefined), 15_000, 250);
 describe('standalone static pods', () => {
   let a: V1Pod;
   let b: V1Pod;
@@ -156,8 +159,8 @@ spec:
   });
 
   test('the host reaches both pods, and pod A fetches pod B over the pod network', async () => {
-    expect((await httpGet(`http://${a.status!.podIP}:8080/`)).trim()).toBe('hello from web-a');
-    expect((await httpGet(`http://${b.status!.podIP}:8080/`)).trim()).toBe('hello from web-b');
+    expect((await answer(`http://${a.status!.podIP}:8080/`)).trim()).toBe('hello from web-a');
+    expect((await answer(`http://${b.status!.podIP}:8080/`)).trim()).toBe('hello from web-b');
     const aContainer = a.status!.containerStatuses![0]!.containerID!.replace('containerd://', '');
     // (busybox 1.35's `wget -T` crashes: the exec's own timeout bounds it instead)
     const res = await cri.execSync(aContainer, ['wget', '-q', '-O', '-', `http://${b.status!.podIP}:8080/`], 10);
@@ -175,7 +178,7 @@ spec:
     const cs = restarted.status!.containerStatuses![0]!;
     expect(cs.lastState?.terminated?.exitCode).toBe(137);
     expect(cs.containerID).not.toBe(`containerd://${id}`);
-    expect((await httpGet(`http://${restarted.status!.podIP}:8080/`)).trim()).toBe('hello from web-a');
+    expect((await answer(`http://${restarted.status!.podIP}:8080/`)).trim()).toBe('hello from web-a');
 
     // The second exit falls inside the 10 s back-off opened by the first restart.
     process.kill(await containerPid(cri, cs.containerID!.replace('containerd://', '')), 'SIGKILL');
@@ -276,7 +279,7 @@ spec:
     const old = (await agent.pod('web-a'))!;
     await agent.writeManifest('web-a.yaml', webManifest('web-a').replace('hello from web-a', 'hello again from web-a'));
     const fresh = remember(await agent.waitForPod('web-a', 'replaced and Running', (p) => p.metadata!.uid !== old.metadata!.uid && isRunning(p), 60_000));
-    expect((await httpGet(`http://${fresh.status!.podIP}:8080/`)).trim()).toBe('hello again from web-a');
+    expect((await answer(`http://${fresh.status!.podIP}:8080/`)).trim()).toBe('hello again from web-a');
     await waitForRuntimeGone(cri, [old.metadata!.uid!], 30_000);
   });
 
