@@ -46,6 +46,11 @@ import { filesystemUsage } from '../host/resource-usage.js';
 import { PodWorkers } from '../lifecycle/pod-workers.js';
 import { Relister } from '../lifecycle/relist.js';
 import { RuntimeObserver, type NodeRuntimeSnapshot } from '../lifecycle/runtime-observer.js';
+import { ResizeConditions } from '../lifecycle/resize-conditions.js';
+import { PodResourcesState } from '../host/pod-resources-state.js';
+import { CgroupUsageReader } from '../host/resource-usage.js';
+import { AllocationManager } from '../podconfig/allocation.js';
+import { podCgroupParent } from '../execution/resources.js';
 import { PodConfig } from '../podconfig/pod-config.js';
 import { ProbeManager } from '../prober/manager.js';
 import { StatusApi } from './status-api.js';
@@ -316,7 +321,25 @@ export class Agent {
     });
     // Before the workers: they tell it every change of their pods, for the status socket's watch.
     const api = new StatusApi(statusSocketPath(config.rootDir), () => workers.pods(), { pullStatus: (uid) => images.pullStatus(uid) });
+    // In-place resize: what pods were allocated and what their containers run with, kept across restarts (kubelet's
+    // allocated_pods_state and actuated_pods_state in its root dir), and the pods' resize conditions.
+    const actuated = new PodResourcesState(join(config.rootDir, 'actuated_pods_state'));
+    const resizeConditions = new ResizeConditions();
+    const cgroupUsage = new CgroupUsageReader(podCgroups.mounted);
     const workers: PodWorkers = new PodWorkers({
+      resize: {
+        actuated,
+        memoryUsage: async (pod, sandboxId) => {
+          const podUsage = cgroupUsage.read(podCgroups.cgroupPath(podCgroupParent(pod, config.kubelet.cgroupRoot)))?.memory?.usageBytes;
+          const stats = await runtime.listContainerStats({ podSandboxId: sandboxId });
+          return {
+            ...(podUsage !== undefined ? { pod: podUsage } : {}),
+            containers: new Map(stats.flatMap((c) => (c.memory?.usageBytes !== undefined ? [[c.metadata.name, c.memory.usageBytes] as const] : []))),
+          };
+        },
+        resized: (containerId) => observer.invalidate(containerId),
+      },
+      resizeConditions,
       volumes,
       runtime,
       images,
@@ -365,6 +388,7 @@ export class Agent {
       events,
       log,
       ...(cluster ? { node: () => cluster.admissionNode(), status: cluster.status, mirrors: cluster.mirrors } : {}),
+      allocation: new AllocationManager(new PodResourcesState(join(config.rootDir, 'allocated_pods_state')), resizeConditions, events, log),
     });
     const staticPods = config.podManifestPath
       ? new FilePodSource({

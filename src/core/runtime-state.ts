@@ -32,6 +32,8 @@ export interface ContainerObservation {
   imageRef: string;
   /** The uid, gid and supplemental groups its first process started with, as the runtime reports them. */
   user?: { uid: number; gid: number; supplementalGroups: number[] };
+  /** The cgroup resources the runtime reports it last applied (CRI ContainerStatus.resources). */
+  resources?: { cpuShares?: number; cpuQuota?: number; cpuPeriod?: number; memoryLimitInBytes?: number };
   /** The preStop hook and ports kept in annotations, for containers whose spec is gone. */
   preStop?: V1LifecycleHandler;
   ports?: V1ContainerPort[];

@@ -14,10 +14,12 @@ export type SyncErrorCode =
   | 'RunContainerError'
   | 'CrashLoopBackOff'
   | 'PostStartHookError'
+  /** An in-place resize could not be applied (kubelet's PodResizeInProgress reason Error). */
+  | 'ErrResizePodInPlace'
   /** A volume could not be set up (kubelet's FailedMount event); the pod's containers keep waiting. */
   | 'FailedMount';
 
-export type SyncAction = 'KillPod' | 'KillContainer' | 'CreatePodSandbox' | 'StartContainer' | 'RemoveContainer' | 'MountVolume';
+export type SyncAction = 'KillPod' | 'KillContainer' | 'CreatePodSandbox' | 'StartContainer' | 'RemoveContainer' | 'MountVolume' | 'ResizePodInPlace';
 
 export class SyncError extends Error {
   constructor(

@@ -17,6 +17,7 @@ import type {
   ImageService,
   ImageSpec,
   KeyValueMap,
+  LinuxContainerResources,
   LinuxContainerSecurityContext,
   LinuxSandboxSecurityContext,
   Mount,
@@ -353,8 +354,17 @@ export class CriClient implements RuntimeService, ImageService, StreamingService
       ...(s.user?.linux
         ? { user: { uid: Number(s.user.linux.uid), gid: Number(s.user.linux.gid), supplementalGroups: s.user.linux.supplementalGroups.map(Number) } }
         : {}),
+      ...(s.resources?.linux ? { resources: linuxResources(s.resources.linux) } : {}),
       info: r.info,
     };
+  }
+
+  async updateContainerResources(containerId: string, resources: LinuxContainerResources, opts?: CallOptions): Promise<void> {
+    await this.call('UpdateContainerResources', { containerId, linux: resources }, this.timeouts.requestTimeoutMs, opts);
+  }
+
+  async updatePodSandboxResources(podSandboxId: string, resources: LinuxContainerResources, opts?: CallOptions): Promise<void> {
+    await this.call('UpdatePodSandboxResources', { podSandboxId, resources }, this.timeouts.requestTimeoutMs, opts);
   }
 
   async execSync(containerId: string, cmd: string[], timeoutSeconds: number, opts?: CallOptions): Promise<ExecSyncResult> {
@@ -573,9 +583,20 @@ interface WireContainerStatusResponse {
         mounts: Mount[];
         logPath: string;
         user: { linux: { uid: Int64; gid: Int64; supplementalGroups: Int64[] } | null } | null;
+        resources: { linux: WireLinuxContainerResources | null } | null;
       })
     | null;
   info: KeyValueMap;
+}
+
+interface WireLinuxContainerResources {
+  cpuPeriod: Int64;
+  cpuQuota: Int64;
+  cpuShares: Int64;
+  memoryLimitInBytes: Int64;
+  oomScoreAdj: Int64;
+  cpusetCpus: string;
+  cpusetMems: string;
 }
 
 interface WireImage {
@@ -586,6 +607,18 @@ interface WireImage {
   uid: { value: Int64 } | null;
   username: string;
   pinned: boolean;
+}
+
+function linuxResources(r: WireLinuxContainerResources): LinuxContainerResources {
+  return {
+    cpuPeriod: Number(r.cpuPeriod),
+    cpuQuota: Number(r.cpuQuota),
+    cpuShares: Number(r.cpuShares),
+    memoryLimitInBytes: Number(r.memoryLimitInBytes),
+    oomScoreAdj: Number(r.oomScoreAdj),
+    cpusetCpus: r.cpusetCpus,
+    cpusetMems: r.cpusetMems,
+  };
 }
 
 /** CRI timestamps are int64 nanoseconds since the epoch; 0 stays 0 ("not happened"). */

@@ -20,6 +20,8 @@ const operationTypes: Record<string, string> = {
   listContainers: 'list_containers',
   containerStatus: 'container_status',
   execSync: 'exec_sync',
+  updateContainerResources: 'update_container',
+  updatePodSandboxResources: 'update_podsandbox_resources',
   exec: 'exec',
   attach: 'attach',
   portForward: 'port_forward',

@@ -234,6 +234,8 @@ export interface ContainerStatus {
   logPath: string;
   /** The identities the container's first process started with, when the runtime reports them (containerd >= 2.0). */
   user?: LinuxContainerUser;
+  /** The resources the runtime last applied (ContainerStatus.resources.linux), when it reports them. */
+  resources?: LinuxContainerResources;
   info: KeyValueMap;
 }
 
@@ -313,6 +315,10 @@ export interface RuntimeService {
   listContainers(filter?: ContainerFilter, opts?: CallOptions): Promise<Container[]>;
   containerStatus(containerId: string, verbose?: boolean, opts?: CallOptions): Promise<ContainerStatus>;
   execSync(containerId: string, cmd: string[], timeoutSeconds: number, opts?: CallOptions): Promise<ExecSyncResult>;
+  /** In-place resize of a container's cgroup (a created container gets them at start). */
+  updateContainerResources(containerId: string, resources: LinuxContainerResources, opts?: CallOptions): Promise<void>;
+  /** Tells the runtime a sandbox's new total resources; kubelet takes Unimplemented as success (best effort). */
+  updatePodSandboxResources(podSandboxId: string, resources: LinuxContainerResources, opts?: CallOptions): Promise<void>;
 }
 
 /** What an interactive session streams (CRI ExecRequest / AttachRequest); tty merges stderr into stdout. */

@@ -1,11 +1,12 @@
 // Decides what a sync must do for one pod, from its desired spec and the runtime's observed state (pure).
-import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import type { V1Container, V1Pod, V1ResourceRequirements } from '@kubernetes/client-node';
 import { isInBackoffSince, type BackoffEntry, type BackoffPolicy } from './backoff.js';
 import { containerHash } from './container-hash.js';
-import { computeInitContainerPlan, findNextInitContainerToRun, hasAnyRegularContainerCreated, hasRestartableInitContainer } from './init-containers.js';
+import { computeInitContainerPlan, findNextInitContainerToRun, hasAnyRegularContainerCreated, hasRestartableInitContainer, isRestartableInitContainer } from './init-containers.js';
 import { ephemeralContainers } from '../core/pod-containers.js';
 import { latestContainer, type ContainerObservation, type PodRuntimeState, type SandboxObservation } from '../core/runtime-state.js';
 import type { ProbeResultLookup } from '../core/probe-results.js';
+import { containerResize, type ContainerResourceUpdate, type ResizeResource } from './resize.js';
 
 export interface ContainerToStart {
   name: string;
@@ -47,6 +48,10 @@ export interface PodActions {
   containersToStart: ContainerToStart[];
   /** Containers (init or regular) that would restart now but are held back by crash-loop back-off. */
   containersInBackoff: ContainerInBackoff[];
+  /** Running containers resized in place, per resource, decreases before increases (kubelet's ContainersToUpdate). */
+  containersToUpdate: Record<ResizeResource, ContainerResourceUpdate[]>;
+  /** The pod's cgroup follows its allocation (a container is resized, or restarted for a resize). */
+  updatePodResources: boolean;
 }
 
 export interface ComputeContext {
@@ -57,6 +62,11 @@ export interface ComputeContext {
   /** Probe results by container ID; a running container whose liveness or startup probe failed is restarted. */
   liveness?: ProbeResultLookup;
   startup?: ProbeResultLookup;
+  /**
+   * The resources last applied to each container of the pod (kubelet's actuated state); running containers whose
+   * allocation differs are resized. Without it nothing is resized.
+   */
+  actuated?: (containerName: string) => V1ResourceRequirements | undefined;
 }
 
 /** kubelet's ShouldContainerBeRestarted: does the latest instance of a container call for a new one? */
@@ -136,6 +146,27 @@ export function computePodActions(pod: V1Pod, state: PodRuntimeState, ctx: Compu
     initContainersToStart: [],
     containersToStart: [],
     containersInBackoff: [],
+    containersToUpdate: { memory: [], cpu: [] },
+    updatePodResources: false,
+  };
+  /** A running container's resize: false when it restarts for it (killed here; the caller starts it again). */
+  const planResize = (c: V1Container, latest: ContainerObservation): boolean => {
+    if (!ctx.actuated) return true;
+    const resize = containerResize(c, latest, ctx.actuated(c.name));
+    if (resize.kind === 'none') return true;
+    actions.updatePodResources = true;
+    if (resize.kind === 'restart') {
+      actions.containersToKill.push({ id: latest.id, name: c.name, reason: resize.message });
+      return false;
+    }
+    for (const r of ['memory', 'cpu'] as const) {
+      const update = resize.updates[r];
+      if (!update) continue;
+      // Decreases first, so the pod's total never rises above what it was allocated while containers change.
+      if (resize.grows[r]) actions.containersToUpdate[r].push(update);
+      else actions.containersToUpdate[r].unshift(update);
+    }
+    return true;
   };
   const addPlan = (plan: ContainerToStart | ContainerInBackoff) =>
     isStart(plan) ? actions.containersToStart.push(plan) : actions.containersInBackoff.push(plan);
@@ -183,6 +214,13 @@ export function computePodActions(pod: V1Pod, state: PodRuntimeState, ctx: Compu
       for (const k of plan.kill) actions.containersToKill.push({ id: k.container.id, name: k.container.name, reason: k.reason });
       plan.start.forEach(addInitPlan);
       if (!plan.initialized) return actions;
+      // Running sidecars the plan keeps are resized like regular containers.
+      inits.forEach((c, i) => {
+        const latest = latestContainer(current, c.name);
+        if (!isRestartableInitContainer(c) || latest?.state !== 'running') return;
+        if (plan.kill.some((k) => k.container.id === latest.id) || plan.start.includes(i)) return;
+        if (!planResize(c, latest)) addInitPlan(i);
+      });
     } else {
       const { lastFailed, next, done } = findNextInitContainerToRun(pod, current);
       if (!done) {
@@ -237,6 +275,10 @@ export function computePodActions(pod: V1Pod, state: PodRuntimeState, ctx: Compu
       if (restart) addPlan(planStart(c, i, latest, ctx, state, `container failed ${failedProbe} probe`));
       return;
     }
+    if (!planResize(c, latest)) {
+      addPlan(planStart(c, i, latest, ctx, state, 'container resize requires restart'));
+      return;
+    }
     keepCount++;
   });
 
@@ -257,6 +299,8 @@ export function computePodActions(pod: V1Pod, state: PodRuntimeState, ctx: Compu
     actions.ephemeralContainersToStart = [];
     actions.initContainersToStart = [];
     actions.containersInBackoff = [];
+    actions.containersToUpdate = { memory: [], cpu: [] };
+    actions.updatePodResources = false;
   }
   return actions;
 }
@@ -269,6 +313,7 @@ export function isNoop(actions: PodActions): boolean {
     actions.containersToKill.length === 0 &&
     actions.ephemeralContainersToStart.length === 0 &&
     actions.initContainersToStart.length === 0 &&
-    actions.containersToStart.length === 0
+    actions.containersToStart.length === 0 &&
+    !actions.updatePodResources
   );
 }

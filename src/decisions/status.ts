@@ -1,5 +1,6 @@
 // Derives a pod's API status from the observed runtime state, as kubelet's generateAPIPodStatus does (pure).
-import type { V1Container, V1ContainerState, V1ContainerStatus, V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node';
+import type { V1Container, V1ContainerState, V1ContainerStatus, V1Pod, V1PodCondition, V1PodStatus, V1ResourceRequirements } from '@kubernetes/client-node';
+import { Quantity, tryParseQuantity } from '../core/quantity.js';
 import { shouldContainerBeRestarted } from './compute-actions.js';
 import { isRestartableInitContainer } from './init-containers.js';
 import { podQOSClass } from './qos.js';
@@ -28,6 +29,10 @@ export interface StatusInput {
   /** Probe results by container ID: they decide `started` and `ready` of containers that have the probe. */
   readiness?: ProbeResultLookup;
   startup?: ProbeResultLookup;
+  /** The resources last applied to each container (kubelet's actuated state): a running one's memory request. */
+  actuated?: (containerName: string) => V1ResourceRequirements | undefined;
+  /** The pod's PodResizePending and PodResizeInProgress conditions, as kubelet's status manager holds them. */
+  resizeConditions?: V1PodCondition[];
 }
 
 function terminatedState(c: ContainerObservation, runtimeName: string): V1ContainerState {
@@ -85,6 +90,54 @@ function volumeMountStatuses(spec: V1Container): Pick<V1ContainerStatus, 'volume
   };
 }
 
+// kubelet's cm.MinShares and cm.MinMilliCPULimit: at or below these the runtime cannot tell two values apart.
+const minShares = 2n;
+const minMilliCPULimit = 10n;
+
+const milliCPU = (m: bigint) => Quantity.fromNanos(m * 1_000_000n, 'DecimalSI').toString();
+const bytes = (b: bigint) => Quantity.fromNanos(b * 1_000_000_000n, 'BinarySI').toString();
+const milliOf = (list: Record<string, string> | undefined, name: string) => tryParseQuantity(list?.[name])?.milliValue() ?? 0n;
+
+/**
+ * kubelet's convertContainerStatusResources (InPlacePodVerticalScaling): the allocated resources, and for a running
+ * container what the runtime reports it has (cpu limit from the CFS quota, cpu request from the shares, memory limit),
+ * the memory request from the actuated record; a value the runtime cannot tell from the allocated one (at the
+ * minimum shares or quota) stays as allocated, one it does not report stays as last reported.
+ */
+function statusResources(input: StatusInput, spec: V1Container, latest: ContainerObservation): V1ResourceRequirements {
+  const resources: V1ResourceRequirements = structuredClone(spec.resources ?? {});
+  if (latest.state !== 'running') return resources;
+  const previous = [...(input.previous?.containerStatuses ?? []), ...(input.previous?.initContainerStatuses ?? [])].find(
+    (s) => s.name === spec.name && s.containerID?.endsWith(`://${latest.id}`) && s.state?.running,
+  )?.resources;
+  const keep = (kind: 'limits' | 'requests', name: string) => {
+    const old = (previous?.[kind] as Record<string, string> | undefined)?.[name];
+    if (old !== undefined) (resources[kind] as Record<string, string>)[name] = old;
+  };
+  const cri = latest.resources;
+  const limits = resources.limits as Record<string, string> | undefined;
+  if (limits) {
+    const quota = cri?.cpuPeriod && cri.cpuPeriod > 0 && cri.cpuQuota !== undefined && cri.cpuQuota !== -1 ? (BigInt(cri.cpuQuota) * 1000n) / BigInt(cri.cpuPeriod) : 0n;
+    if (quota > 0n) {
+      if (quota > minMilliCPULimit || milliOf(limits, 'cpu') > minMilliCPULimit) limits.cpu = milliCPU(quota);
+    } else keep('limits', 'cpu');
+    if (cri?.memoryLimitInBytes && cri.memoryLimitInBytes > 0) limits.memory = bytes(BigInt(cri.memoryLimitInBytes));
+    else keep('limits', 'memory');
+  }
+  const requests = resources.requests as Record<string, string> | undefined;
+  if (requests) {
+    const shares = BigInt(cri?.cpuShares ?? 0);
+    const fromShares = shares >= minShares ? (shares * 1000n + 1023n) / 1024n : 0n;
+    if (fromShares > 0n) {
+      if (fromShares > minShares || milliOf(requests, 'cpu') > minShares) requests.cpu = milliCPU(fromShares);
+    } else keep('requests', 'cpu');
+    const memoryRequest = tryParseQuantity((input.actuated?.(spec.name)?.requests as Record<string, unknown> | undefined)?.memory);
+    if (memoryRequest && !memoryRequest.isZero()) requests.memory = memoryRequest.toString();
+    else keep('requests', 'memory');
+  }
+  return resources;
+}
+
 function containerStatus(input: StatusInput, spec: V1Container, kind: ContainerKind): V1ContainerStatus {
   const { state, runtimeName, waitingReasons, pod } = input;
   const latest = latestContainer(state, spec.name);
@@ -117,6 +170,9 @@ function containerStatus(input: StatusInput, spec: V1Container, kind: ContainerK
     containerID: `${runtimeName}://${latest.id}`,
     // kubelet (SupplementalGroupsPolicy, GA in 1.35): the identities the runtime reports the process started with.
     ...(latest.user ? { user: { linux: { uid: latest.user.uid, gid: latest.user.gid, supplementalGroups: latest.user.supplementalGroups } } } : {}),
+    // kubelet (InPlacePodVerticalScaling, GA in 1.35): what the container has and what it was allocated.
+    resources: statusResources(input, spec, latest),
+    ...(spec.resources?.requests ? { allocatedResources: structuredClone(spec.resources.requests) } : {}),
   };
   const previous = previousContainer(state, spec.name);
   if (previous?.state === 'exited') status.lastState = terminatedState(previous, runtimeName);
@@ -284,6 +340,8 @@ export function derivePodStatus(input: StatusInput): V1PodStatus {
   const status: V1PodStatus = {
     phase,
     conditions: [
+      // kubelet drops a terminal pod's resize conditions.
+      ...(completed ? [] : (input.resizeConditions ?? [])),
       condition('PodReadyToStartContainers', !sandboxNotReady, input, sandboxNotReady && 'PodSandboxNotReady', sandboxNotReady),
       condition('Initialized', initialized.ok, input, initialized.reason, initialized.message),
       readyCondition(pod, containersReadyCondition, input),

@@ -1,4 +1,5 @@
 // Executes a pod's computed actions against the runtime, step by step, recording a result per step.
+import { totalmem } from 'node:os';
 import { join } from 'node:path';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { EventRecorder } from '../core/events.js';
@@ -32,6 +33,8 @@ import {
 import { stepFailed, SyncError, type StepResult } from '../core/sync-result.js';
 import { volumeFailureResults, type PodVolumeManager } from '../volume/pod-volumes.js';
 import type { ContainerTypeLabel, NodeMetrics } from '../core/metrics.js';
+import { resizePod, type PodMemoryUsage } from './resize.js';
+import type { PodResourcesState } from '../host/pod-resources-state.js';
 
 export interface SyncDeps {
   runtime: RuntimeService;
@@ -59,6 +62,13 @@ export interface SyncDeps {
   events: EventRecorder;
   /** kubelet's started pods and containers counters; without it nothing is recorded. */
   metrics?: NodeMetrics;
+  /** In-place resize: the resources last applied to each container, and what the pod's memory limits check against. */
+  resize?: {
+    actuated: PodResourcesState;
+    memoryUsage: (pod: V1Pod, sandboxId: string) => Promise<PodMemoryUsage>;
+    /** A container's resources changed in place (its cached status is stale). */
+    resized: (containerId: string) => void;
+  };
 }
 
 /** The node's hosts file a host-network pod's /etc/hosts copies; a real one is a few lines. */
@@ -273,6 +283,8 @@ async function startContainer(
     });
     clog.info({ containerId }, 'Started container');
     deps.events.event(ref, 'Normal', 'Started', 'Container started');
+    // kubelet's setActuatedContainerResources: what the container now runs with.
+    deps.resize?.actuated.setContainer(pod.metadata!.uid!, spec.name, spec.resources ?? {});
   } catch (err) {
     clog.warn({ err, containerId }, 'Failed to start container');
     const result = stepFailed('StartContainer', spec.name, err, 'RunContainerError');
@@ -414,6 +426,26 @@ export async function executePodActions(
     results.push(result);
     // An init container that cannot start stops initialization; a sidecar that cannot does not.
     if (result.error && !isRestartableInitContainer(spec)) return results;
+  }
+  const resizing = actions.updatePodResources || actions.containersToUpdate.memory.length > 0 || actions.containersToUpdate.cpu.length > 0;
+  if (resizing && deps.resize) {
+    results.push(
+      await resizePod(
+        {
+          runtime: deps.runtime,
+          ...(deps.podCgroups ? { podCgroups: deps.podCgroups } : {}),
+          ...deps.resize,
+          ...(deps.node.cgroupRoot !== undefined ? { cgroupRoot: deps.node.cgroupRoot } : {}),
+          ...(deps.node.podPidsLimit !== undefined ? { podPidsLimit: deps.node.podPidsLimit } : {}),
+          memoryCapacity: deps.node.memoryCapacityBytes ?? BigInt(totalmem()),
+        },
+        pod,
+        actions,
+        sandboxId,
+        log,
+        signal,
+      ),
+    );
   }
   const specs = pod.spec?.containers ?? [];
   for (const start of actions.containersToStart) {

@@ -36,6 +36,7 @@ export interface CgroupHierarchy {
 
 /** What a pod's own cgroup gets (kubelet's ResourceConfigForPod, in v1 units); unset fields keep the kernel default. */
 export interface PodCgroupSettings {
+  /** 0 leaves the weight alone (a resize of the other settings). */
   cpuShares: number;
   cpuQuota?: number;
   cpuPeriod?: number;
@@ -436,6 +437,30 @@ export class PodCgroupManager {
       this.managed.map(async (h) => {
         await this.createIn(h, path, settings);
         await this.apply(h, this.dir(h, path), settings);
+      }),
+    );
+  }
+
+  /**
+   * An in-place resize of the pod's cgroup (kubelet's SetPodCgroupConfig): writes only the settings given, each in the
+   * hierarchy that holds it; with the systemd driver the slice's files directly, as libcontainer's manager also does.
+   */
+  async resizePod(path: string, settings: Pick<PodCgroupSettings, 'cpuShares' | 'cpuQuota' | 'cpuPeriod' | 'memoryLimitInBytes'>): Promise<void> {
+    await Promise.all(
+      this.managed.map(async (h) => {
+        const dir = this.dir(h, path);
+        if (h.version === 2) {
+          const controls = unifiedControls({ ...settings, cpuShares: settings.cpuShares ?? 0 });
+          for (const [file, value] of controls) await this.fs.writeControl(join(dir, file), value);
+          return;
+        }
+        if (this.has(h, 'cpu')) {
+          if (settings.cpuShares !== undefined) await this.fs.writeControl(join(dir, 'cpu.shares'), String(settings.cpuShares));
+          if (settings.cpuPeriod !== undefined && settings.cpuQuota !== undefined && settings.cpuQuota !== 0) await this.writeCfs(dir, settings.cpuPeriod, settings.cpuQuota);
+        }
+        if (this.has(h, 'memory') && settings.memoryLimitInBytes !== undefined && settings.memoryLimitInBytes > 0) {
+          await this.fs.writeControl(join(dir, 'memory.limit_in_bytes'), String(settings.memoryLimitInBytes));
+        }
       }),
     );
   }

@@ -16,6 +16,8 @@ import { activeDeadline, deadlineExceeded } from '../decisions/active-deadline.j
 import type { PodProber } from '../prober/manager.js';
 import type { PodWorkerOperation } from '../core/metrics.js';
 import type { PodStartupLatencyTracker } from '../execution/pod-startup-latency.js';
+import { allocationOf, resizeEventMessage, resizeInProgress } from '../decisions/resize.js';
+import type { ResizeConditions } from './resize-conditions.js';
 
 export interface PodWorkerDeps extends SyncDeps {
   observer: RuntimeObserver;
@@ -33,6 +35,8 @@ export interface PodWorkerDeps extends SyncDeps {
   onPodChange?: (uid: string, pod: V1Pod | undefined) => void;
   /** kubelet's runtimeState.networkErrors: why the pod network is not ready, undefined when it is. */
   networkNotReady?: () => string | undefined;
+  /** The pods' PodResizePending / PodResizeInProgress conditions (with `resize`: in-place resizes). */
+  resizeConditions?: ResizeConditions;
   /** The pod startup SLI's image pull windows (the image manager records them). */
   startupLatency?: Pick<PodStartupLatencyTracker, 'podStarted' | 'forget'>;
 }
@@ -218,6 +222,7 @@ export class PodWorker {
     await terminatePod(this.deps, pod, state, gracePeriodSeconds, logDir, this.log, signal, this.finalStatusReader(signal), this.keepContent);
     this.deps.crashBackoff.forgetPrefix(`${uid}/`);
     this.deps.apiObjects?.unregisterPod(uid);
+    this.deps.resize?.actuated.remove(uid);
     this.lifecycle = 'terminated';
     this.deps.clock.clearTimeout(this.timer);
     this.log.info(this.keepContent ? 'Pod terminated; its stopped containers and logs are kept until it is deleted' : 'Pod terminated and removed from the runtime');
@@ -246,12 +251,16 @@ export class PodWorker {
       }
       this.warnedUnsupported = true;
     } else {
+      const actuated = this.deps.resize?.actuated;
+      // kubelet's InitializeActuatedPod: a pod first synced (or first since the checkpoint existed) runs what it was allocated.
+      if (actuated && !actuated.has(this.uid)) actuated.set(this.uid, allocationOf(pod));
       const actions = computePodActions(pod, state, {
         now,
         backoffPolicy: this.deps.crashBackoff.policy,
         crashBackoff: (name) => this.deps.crashBackoff.get(crashBackoffKey(pod, name)),
         liveness: (id) => this.deps.prober.result('liveness', id),
         startup: (id) => this.deps.prober.result('startup', id),
+        ...(actuated ? { actuated: (name: string) => actuated.container(this.uid, name) } : {}),
       });
       let results: StepResult[] = [];
       // kubelet's SyncPod: while the network is not ready only host-network pods get anything started.
@@ -280,6 +289,7 @@ export class PodWorker {
         });
       }
       this.recordReasons(pod, actions, results);
+      this.recordResize(pod, state, results);
       await collectPodGarbage(this.deps, pod, state, this.log, signal);
       for (const b of actions.containersInBackoff) nextWake = Math.min(nextWake, b.retryAt - now);
       if (results.some((r) => r.error)) nextWake = Math.min(nextWake, this.deps.errorRetryMs);
@@ -317,7 +327,35 @@ export class PodWorker {
     }
   }
 
+  /**
+   * kubelet's PodResizeInProgress after a sync: Error (with a ResizeError event) when the resize failed, kept while a
+   * running container's applied resources differ from its allocation, cleared (ResizeCompleted) once they match.
+   */
+  private recordResize(pod: V1Pod, state: PodRuntimeState, results: StepResult[]): void {
+    const conditions = this.deps.resizeConditions;
+    const actuated = this.deps.resize?.actuated;
+    if (!conditions || !actuated) return;
+    const generation = pod.metadata?.generation ?? 0;
+    const failed = results.find((r) => r.action === 'ResizePodInPlace' && r.error);
+    if (failed) {
+      const set = conditions.setInProgress(this.uid, 'Error', failed.error!.message, generation);
+      if (set.changed) this.deps.events.event({ pod }, 'Warning', 'ResizeError', resizeEventMessage('Pod resize error', pod, set.generation, failed.error!.message));
+      return;
+    }
+    const running = (name: string) => state.containers.some((c) => c.name === name && c.state === 'running');
+    if (resizeInProgress(pod, running, (name) => actuated.container(this.uid, name))) {
+      conditions.setInProgress(this.uid, '', '', generation);
+      return;
+    }
+    const cleared = conditions.clearInProgress(this.uid);
+    if (cleared !== undefined) {
+      this.log.info({ generation: cleared }, 'Pod resize completed');
+      this.deps.events.event({ pod }, 'Normal', 'ResizeCompleted', resizeEventMessage('Pod resize completed', pod, cleared));
+    }
+  }
+
   private deriveStatus(pod: V1Pod, state: PodRuntimeState, rejection?: WaitingReason): V1PodStatus {
+    const actuated = this.deps.resize?.actuated;
     return derivePodStatus({
       pod,
       state,
@@ -329,6 +367,8 @@ export class PodWorker {
       rejection,
       readiness: (id) => this.deps.prober.result('readiness', id),
       startup: (id) => this.deps.prober.result('startup', id),
+      ...(actuated ? { actuated: (name: string) => actuated.container(this.uid, name) } : {}),
+      ...(this.deps.resizeConditions ? { resizeConditions: this.deps.resizeConditions.list(this.uid) } : {}),
     });
   }
 

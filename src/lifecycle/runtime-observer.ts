@@ -116,6 +116,11 @@ export class RuntimeObserver {
     return snapshot;
   }
 
+  /** Forgets a container's cached status (its resources changed in place): the next observation asks the runtime. */
+  invalidate(containerId: string): void {
+    this.statusCache.delete(containerId);
+  }
+
   /** Drops cached entries of runtime objects that no longer exist. */
   prune(snapshot: NodeRuntimeSnapshot): void {
     const containerIds = new Set(snapshot.containers.map((c) => c.id));
@@ -194,6 +199,7 @@ export class RuntimeObserver {
       image: status.image.image || c.image.image,
       imageRef: status.imageRef || c.imageRef,
       ...(status.user ? { user: status.user } : {}),
+      ...(status.resources ? { resources: status.resources } : {}),
       ...parseAnnotation<V1LifecycleHandler>('preStop', c.annotations[containerPreStopHandlerAnnotation]),
       ...parseAnnotation<V1ContainerPort[]>('ports', c.annotations[containerPortsAnnotation]),
     };

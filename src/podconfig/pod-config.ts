@@ -7,6 +7,7 @@ import { CONFIG_SEEN_ANNOTATION, CONFIG_SOURCE_ANNOTATION } from '../core/config
 import type { EventRecorder } from '../core/events.js';
 import type { Logger } from '../core/log.js';
 import { admitPod, rejectedStatus, type AdmitResult } from './admission.js';
+import type { AllocationManager } from './allocation.js';
 import { podQOSClass } from '../decisions/qos.js';
 import { defaultTerminationGracePeriodSeconds } from '../execution/runtime-config.js';
 import { podUidsOf, type NodeRuntimeSnapshot } from '../lifecycle/runtime-observer.js';
@@ -49,6 +50,8 @@ export interface PodConfigOptions {
   /** Where pod statuses go (cluster mode's status manager); standalone the workers keep them for the status socket. */
   status?: PodStatusSink;
   mirrors?: MirrorPodSink;
+  /** The pods' allocations and in-place resizes; without it pods run as their spec says and are never resized. */
+  allocation?: AllocationManager;
   /** A rejected pod gets a Warning event with the admission's reason and message (kubelet's rejectPod). */
   events: EventRecorder;
   log: Logger;
@@ -133,12 +136,14 @@ export class PodConfig {
   /** After each runtime relist (and the workers' handling of it): pods being deleted that are gone from the node are finished. */
   onRelist(snapshot: NodeRuntimeSnapshot): void {
     if (!this.allSourcesReady) return;
+    // A deferred resize is retried as pods go (kubelet retries on removals and every 3 minutes).
+    if (this.opts.allocation?.hasPending()) this.update();
     this.runtimeUids = podUidsOf(snapshot);
     this.finishDeletions();
   }
 
   private update(): void {
-    const { workers, status } = this.opts;
+    const { workers, status, allocation } = this.opts;
     const all = [...this.staticPods, ...this.apiPods];
     const present = new Set(all.map(uidOf));
     for (const uid of [...this.admitted]) if (!present.has(uid)) this.admitted.delete(uid);
@@ -155,10 +160,13 @@ export class PodConfig {
       // kubelet's filterOutInactivePods: a pod being deleted (or reported terminal) holds its resources until its
       // worker has stopped it.
       let running = all.filter((p) => this.admitted.has(uidOf(p)) && (!ended(p) || workers.hasWorker(uidOf(p))));
-      for (const pod of fresh) {
-        const result: AdmitResult = node ? this.admit(pod, running, node) : { admit: true };
+      for (const candidate of fresh) {
+        // Admission counts a pod with what it was allocated (after a restart, the checkpoint's), others likewise.
+        const pod = allocation?.allocatedPod(candidate) ?? candidate;
+        const result: AdmitResult = node ? this.admit(pod, running.map((p) => allocation?.allocatedPod(p) ?? p), node) : { admit: true };
         if (result.admit) {
           this.admitted.add(uidOf(pod));
+          allocation?.admitted(pod);
           running = [...running, pod];
           continue;
         }
@@ -179,7 +187,13 @@ export class PodConfig {
       workers.terminatePod(uidOf(p), grace);
     }
     const finished = this.apiPods.filter((p) => isTerminalPhase(p.status?.phase) && !p.metadata?.deletionTimestamp);
-    workers.setDesiredPods(active(), this.allSourcesReady, finished);
+    let desired = active();
+    if (allocation) {
+      if (this.allSourcesReady) allocation.retain(present);
+      allocation.handleResizes(desired, this.opts.node?.());
+      desired = desired.map((p) => allocation.allocatedPod(p));
+    }
+    workers.setDesiredPods(desired, this.allSourcesReady, finished);
     this.resyncMirrors();
     this.finishDeletions();
   }

@@ -75,6 +75,8 @@ const noop: PodActions = {
   initContainersToStart: [],
   containersToStart: [],
   containersInBackoff: [],
+  containersToUpdate: { memory: [], cpu: [] },
+  updatePodResources: false,
 };
 
 interface Case {

@@ -28,6 +28,7 @@ import type {
   Image,
   ImageService,
   KeyValueMap,
+  LinuxContainerResources,
   PodSandbox,
   PodSandboxConfig,
   PodSandboxFilter,
@@ -58,6 +59,8 @@ const rpcNames: Record<CriMethod, string> = {
   listContainers: 'ListContainers',
   containerStatus: 'ContainerStatus',
   execSync: 'ExecSync',
+  updateContainerResources: 'UpdateContainerResources',
+  updatePodSandboxResources: 'UpdatePodSandboxResources',
   imageStatus: 'ImageStatus',
   pullImage: 'PullImage',
   listImages: 'ListImages',
@@ -442,6 +445,7 @@ export class InMemoryRuntime implements RuntimeService, ImageService {
       })),
       logPath: c.logPath,
       user: this.containerUser(c),
+      ...(c.config.linux?.resources ? { resources: clone(c.config.linux.resources) } : {}),
       info: verbose ? { info: JSON.stringify(this.containerInfo(c)) } : {},
     };
   }
@@ -454,6 +458,19 @@ export class InMemoryRuntime implements RuntimeService, ImageService {
     const sc = c.config.linux?.securityContext;
     const gid = sc?.runAsGroup ?? 0;
     return { uid: sc?.runAsUser ?? 0, gid, supplementalGroups: [...new Set([gid, ...(sc?.supplementalGroups ?? [])])] };
+  }
+
+  async updateContainerResources(containerId: string, resources: LinuxContainerResources, opts?: CallOptions): Promise<void> {
+    await this.receive('updateContainerResources', { containerId, resources: clone(resources) }, opts);
+    const c = this.findContainer('updateContainerResources', containerId, 'failed to find container');
+    // containerd writes the new values over the container's spec (its status reports them) and, if it runs, its cgroup.
+    const linux = (c.config.linux ??= {});
+    linux.resources = { ...linux.resources, ...resources };
+  }
+
+  async updatePodSandboxResources(podSandboxId: string, resources: LinuxContainerResources, opts?: CallOptions): Promise<void> {
+    await this.receive('updatePodSandboxResources', { podSandboxId, resources: clone(resources) }, opts);
+    this.findSandbox('updatePodSandboxResources', podSandboxId, 'failed to find sandbox');
   }
 
   async execSync(containerId: string, cmd: string[], timeoutSeconds: number, opts?: CallOptions): Promise<ExecSyncResult> {
