@@ -4,7 +4,12 @@ import { isStaticPod } from '../core/config-annotations.js';
 import { canonicalJson } from '../core/canonical-json.js';
 
 /** Conditions kubelet owns (kubetypes.PodConditionByKubelet); others (readiness gates, DisruptionTarget ...) belong to others. */
-export const kubeletConditionTypes: ReadonlySet<string> = new Set(['PodScheduled', 'Ready', 'Initialized', 'ContainersReady', 'PodReadyToStartContainers']);
+export const kubeletConditionTypes: ReadonlySet<string> = new Set([
+  'PodScheduled', 'Ready', 'Initialized', 'ContainersReady', 'PodResizeInProgress', 'PodResizePending', 'PodReadyToStartContainers',
+]);
+
+/** The resize conditions carry their own transition times (the reason's), not the status's (kubelet's status manager). */
+const ownTransitionTime = new Set(['PodResizeInProgress', 'PodResizePending']);
 
 export const isTerminalPhase = (phase: string | undefined): boolean => phase === 'Succeeded' || phase === 'Failed';
 
@@ -121,7 +126,7 @@ function terminalReadyCondition(type: string, phase: string): V1PodCondition {
  * transition time, so an agent that restarted (and derives fresh times) does not rewrite them.
  */
 function keepTransitionTime(stored: V1PodStatus | undefined, c: V1PodCondition): V1PodCondition {
-  const old = stored?.conditions?.find((o) => o.type === c.type);
+  const old = ownTransitionTime.has(c.type) ? undefined : stored?.conditions?.find((o) => o.type === c.type);
   return old && old.status === c.status && old.lastTransitionTime ? { ...c, lastTransitionTime: old.lastTransitionTime } : c;
 }
 
