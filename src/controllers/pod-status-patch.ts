@@ -21,7 +21,8 @@ const rfc3339WithFraction = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.\d+Z$/;
  * A status as the API server stores it: plain JSON, times at second precision (metav1.Time), no undefined or
  * null members (they mean "unset"), and no empty objects: kube-apiserver serialises an unset struct field that is not
  * a pointer as `{}` (a container status's `lastState: {}`, which the node never sends), so `{}` and unset are the same
- * status. Comparisons and patches use this form.
+ * status; except `resources`, a pointer kubelet sends as `{}` for a container (or pod) without requests or limits.
+ * Comparisons and patches use this form.
  */
 export function normalizeStatus(status: V1PodStatus | undefined): { [key: string]: Json } {
   const text = JSON.stringify(status ?? {}, (_key, value: unknown) => {
@@ -34,15 +35,15 @@ export function normalizeStatus(status: V1PodStatus | undefined): { [key: string
   return dropEmptyObjects(JSON.parse(text) as Json) as { [key: string]: Json };
 }
 
-function dropEmptyObjects(v: Json): Json | undefined {
+function dropEmptyObjects(v: Json, key?: string): Json | undefined {
   if (Array.isArray(v)) return v.map((e) => dropEmptyObjects(e) ?? {});
   if (!isObject(v)) return v;
   const out: { [key: string]: Json } = {};
   for (const [k, x] of Object.entries(v)) {
-    const y = dropEmptyObjects(x);
+    const y = dropEmptyObjects(x, k);
     if (y !== undefined) out[k] = y;
   }
-  return Object.keys(out).length === 0 ? undefined : out;
+  return Object.keys(out).length === 0 && key !== 'resources' ? undefined : out;
 }
 
 /** Fields of PodStatus that are lists merged by a key in a strategic merge patch (patchMergeKey); others are atomic. */

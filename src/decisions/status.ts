@@ -1,6 +1,7 @@
 // Derives a pod's API status from the observed runtime state, as kubelet's generateAPIPodStatus does (pure).
 import type { V1Container, V1ContainerState, V1ContainerStatus, V1Pod, V1PodCondition, V1PodStatus, V1ResourceRequirements } from '@kubernetes/client-node';
 import { Quantity, tryParseQuantity } from '../core/quantity.js';
+import type { PodCgroupConfig } from '../host/cgroups.js';
 import { shouldContainerBeRestarted } from './compute-actions.js';
 import { isRestartableInitContainer } from './init-containers.js';
 import { podQOSClass } from './qos.js';
@@ -31,6 +32,8 @@ export interface StatusInput {
   startup?: ProbeResultLookup;
   /** The resources last applied to each container (kubelet's actuated state): a running one's memory request. */
   actuated?: (containerName: string) => V1ResourceRequirements | undefined;
+  /** The pod cgroup's cpu and memory as read back, for a pod the API server has Running (status.resources). */
+  podCgroup?: PodCgroupConfig;
   /** The pod's PodResizePending and PodResizeInProgress conditions, as kubelet's status manager holds them. */
   resizeConditions?: V1PodCondition[];
 }
@@ -136,6 +139,122 @@ function statusResources(input: StatusInput, spec: V1Container, latest: Containe
     else keep('requests', 'memory');
   }
   return resources;
+}
+
+type ResourceList = Map<string, Quantity>;
+
+function addList(into: ResourceList, list: Record<string, unknown> | undefined): void {
+  for (const [name, raw] of Object.entries(list ?? {})) {
+    const q = tryParseQuantity(raw);
+    if (!q) continue;
+    const had = into.get(name);
+    into.set(name, had ? had.add(q) : q);
+  }
+}
+
+function maxList(into: ResourceList, other: ResourceList): void {
+  for (const [name, q] of other) if (!into.has(name) || q.cmp(into.get(name)!) > 0) into.set(name, q);
+}
+
+/**
+ * kube's resource helper PodRequests / PodLimits over every resource: regular containers and sidecars add up, a plain
+ * init container runs with the sidecars before it and the pod needs the larger; pod-level cpu and memory, when set,
+ * replace the sums; the overhead adds to the requests, and to a limit that is set.
+ */
+export function podResourceList(pod: V1Pod, kind: 'requests' | 'limits'): ResourceList {
+  const sum: ResourceList = new Map();
+  for (const c of pod.spec?.containers ?? []) addList(sum, c.resources?.[kind] as Record<string, unknown> | undefined);
+  const sidecars: ResourceList = new Map();
+  const inits: ResourceList = new Map();
+  for (const c of pod.spec?.initContainers ?? []) {
+    const own = c.resources?.[kind] as Record<string, unknown> | undefined;
+    let running: ResourceList;
+    if (c.restartPolicy === 'Always') {
+      addList(sum, own);
+      addList(sidecars, own);
+      running = sidecars;
+    } else {
+      running = new Map();
+      addList(running, own);
+      for (const [name, q] of sidecars) running.set(name, running.has(name) ? running.get(name)!.add(q) : q);
+    }
+    maxList(inits, running);
+  }
+  maxList(sum, inits);
+  const podLevel = pod.spec?.resources?.[kind] as Record<string, unknown> | undefined;
+  for (const name of ['cpu', 'memory']) {
+    const q = tryParseQuantity(podLevel?.[name]);
+    if (q) sum.set(name, q);
+  }
+  for (const [name, raw] of Object.entries((pod.spec?.overhead ?? {}) as Record<string, unknown>)) {
+    const q = tryParseQuantity(raw);
+    if (!q) continue;
+    const had = sum.get(name);
+    if (had) sum.set(name, had.add(q));
+    else if (kind === 'requests') sum.set(name, q);
+  }
+  return sum;
+}
+
+const listJson = (l: ResourceList) => Object.fromEntries([...l].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, q]) => [k, q.toString()]));
+
+/** kubelet's MilliCPUToShares. */
+function milliCPUToShares(milli: bigint): number {
+  if (milli === 0n) return 2;
+  return Number([2n, (milli * 1024n) / 1000n, 262144n].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))[1]);
+}
+
+/** cgroup v2 keeps cpu.weight, coarser than shares: kubelet's CPUSharesEqualAfterV2RoundTrip. */
+function sharesSurviveWeight(allocatedShares: number, readback: number): boolean {
+  const weight = allocatedShares === 0 ? 0 : 1 + Math.floor(((allocatedShares - 2) * 9999) / 262142);
+  return Math.floor(((weight - 1) * 262142) / 9999) + 2 === readback;
+}
+
+/**
+ * kubelet's status.resources and status.allocatedResources (pod-level resources, beta and on since 1.34): the pod's
+ * effective requests; its resources as allocated until the API server has it Running, then as its cgroup has them.
+ */
+function podStatusResources(input: StatusInput): { resources: V1ResourceRequirements; allocatedResources?: Record<string, string> } {
+  const { pod } = input;
+  const requests = podResourceList(pod, 'requests');
+  const allocatedResources = requests.size > 0 ? { allocatedResources: listJson(requests) } : {};
+  const base: V1ResourceRequirements = structuredClone(pod.spec?.resources ?? {});
+  const cg = input.podCgroup;
+  if (pod.status?.phase !== 'Running' || !cg) {
+    const limits = podResourceList(pod, 'limits');
+    const resources: V1ResourceRequirements = { ...base };
+    if (requests.size > 0) resources.requests = listJson(requests);
+    else delete resources.requests;
+    if (limits.size > 0) resources.limits = listJson(limits);
+    else delete resources.limits;
+    return { resources, ...allocatedResources };
+  }
+  const previous = input.previous?.phase === 'Running' ? (input.previous as { resources?: V1ResourceRequirements }).resources : undefined;
+  const req: Record<string, string> = { ...(base.requests as Record<string, string> | undefined) };
+  const lim: Record<string, string> = { ...(base.limits as Record<string, string> | undefined) };
+  const keep = (into: Record<string, string>, old: Record<string, string> | undefined, name: string) => {
+    if (old?.[name] !== undefined) into[name] = old[name]!;
+  };
+  const fromShares = cg.cpuShares >= 2 ? BigInt(Math.ceil((cg.cpuShares * 1000) / 1024)) : 0n;
+  if (fromShares > 0n) {
+    const allocated = milliOf(req, 'cpu');
+    if (fromShares > minShares || allocated > minShares) {
+      if (!sharesSurviveWeight(milliCPUToShares(allocated), cg.cpuShares)) req.cpu = milliCPU(fromShares);
+    }
+  } else keep(req, previous?.requests as Record<string, string> | undefined, 'cpu');
+  if (req.memory === undefined && requests.has('memory')) req.memory = requests.get('memory')!.toString();
+  const quota = cg.cpuPeriod > 0 && cg.cpuQuota !== -1 ? BigInt(Math.trunc((cg.cpuQuota * 1000) / cg.cpuPeriod)) : 0n;
+  if (quota > 0n) {
+    if (quota > minMilliCPULimit || milliOf(lim, 'cpu') > minMilliCPULimit) lim.cpu = milliCPU(quota);
+  } else keep(lim, previous?.limits as Record<string, string> | undefined, 'cpu');
+  if (cg.memoryLimit > 0n) lim.memory = bytes(cg.memoryLimit);
+  else keep(lim, previous?.limits as Record<string, string> | undefined, 'memory');
+  const resources: V1ResourceRequirements = { ...base };
+  if (Object.keys(req).length > 0) resources.requests = req;
+  else delete resources.requests;
+  if (Object.keys(lim).length > 0) resources.limits = lim;
+  else delete resources.limits;
+  return { resources, ...allocatedResources };
 }
 
 function containerStatus(input: StatusInput, spec: V1Container, kind: ContainerKind): V1ContainerStatus {
@@ -369,6 +488,7 @@ export function derivePodStatus(input: StatusInput): V1PodStatus {
     status.reason = input.rejection.reason;
     status.message = input.rejection.message;
   }
+  Object.assign(status, podStatusResources(input));
   // kubelet's status manager (CalculatePodStatusObservedGeneration): the generation of the spec this status reflects.
   if (pod.metadata?.generation) status.observedGeneration = pod.metadata.generation;
   return status;

@@ -28,6 +28,8 @@ export function unsupportedPodFields(pod: V1Pod, opts: { apiServer: boolean } = 
   const spec = pod.spec;
   const fields: string[] = [];
   fields.push(...unsupportedVolumeFields(pod));
+  // Pod-level resources (beta, on since 1.34) would size the pod's cgroup and its containers' limits; not built yet.
+  if (spec?.resources && (Object.keys(spec.resources.requests ?? {}).length > 0 || Object.keys(spec.resources.limits ?? {}).length > 0)) fields.push('spec.resources');
   const lists = [['spec.initContainers', spec?.initContainers ?? []], ['spec.containers', spec?.containers ?? []]] as const;
   for (const [path, list] of lists) {
     list.forEach((c, i) => {

@@ -45,6 +45,14 @@ export interface PodCgroupSettings {
   pidsLimit?: number;
 }
 
+/** A pod cgroup's cpu and memory as read back (kubelet's ResourceConfig from GetPodCgroupConfig). */
+export interface PodCgroupConfig {
+  cpuShares: number;
+  cpuQuota: number;
+  cpuPeriod: number;
+  memoryLimit: bigint;
+}
+
 const v1Controllers = new Set([
   'cpu', 'cpuacct', 'cpuset', 'memory', 'devices', 'freezer', 'net_cls', 'net_prio', 'blkio', 'perf_event', 'hugetlb', 'pids', 'rdma', 'misc',
 ]);
@@ -463,6 +471,38 @@ export class PodCgroupManager {
         }
       }),
     );
+  }
+
+  /**
+   * kubelet's GetPodCgroupConfig for cpu and memory: the pod cgroup's shares (from cpu.weight on v2), CFS quota (-1:
+   * none) and period, and memory limit (v1's "unlimited" is its huge number, v2's "max" -1); undefined when unreadable.
+   */
+  async readPod(path: string): Promise<PodCgroupConfig | undefined> {
+    const read = async (h: CgroupHierarchy | undefined, file: string) => (h ? (await this.fs.readFile(join(this.dir(h, path), file))).trim() : undefined);
+    try {
+      const unified = this.managed.find((h) => h.version === 2);
+      if (unified) {
+        const [quota = 'max', period = '100000'] = (await read(unified, 'cpu.max'))!.split(/\s+/);
+        const weight = Number(await read(unified, 'cpu.weight'));
+        const memory = (await read(unified, 'memory.max'))!;
+        return {
+          cpuShares: Math.floor(((weight - 1) * 262142) / 9999) + 2,
+          cpuQuota: quota === 'max' ? -1 : Number(quota),
+          cpuPeriod: Number(period),
+          memoryLimit: memory === 'max' ? -1n : BigInt(memory),
+        };
+      }
+      const cpu = this.managed.find((h) => this.has(h, 'cpu'));
+      const memory = this.managed.find((h) => this.has(h, 'memory'));
+      return {
+        cpuShares: Number(await read(cpu, 'cpu.shares')),
+        cpuQuota: Number(await read(cpu, 'cpu.cfs_quota_us')),
+        cpuPeriod: Number(await read(cpu, 'cpu.cfs_period_us')),
+        memoryLimit: BigInt((await read(memory, 'memory.limit_in_bytes')) ?? '-1'),
+      };
+    } catch {
+      return undefined;
+    }
   }
 
   /** Writes the settings a hierarchy holds into the cgroup `dir`: the v1 files of its controllers, or the unified ones. */

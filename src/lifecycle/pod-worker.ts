@@ -18,6 +18,8 @@ import type { PodWorkerOperation } from '../core/metrics.js';
 import type { PodStartupLatencyTracker } from '../execution/pod-startup-latency.js';
 import { allocationOf, resizeEventMessage, resizeInProgress } from '../decisions/resize.js';
 import type { ResizeConditions } from './resize-conditions.js';
+import type { PodCgroupConfig } from '../host/cgroups.js';
+import { podCgroupParent } from '../execution/resources.js';
 
 export interface PodWorkerDeps extends SyncDeps {
   observer: RuntimeObserver;
@@ -94,6 +96,8 @@ export class PodWorker {
   private keepContent = false;
   /** The network was not ready at the last sync (logged once per wait). */
   private waitingForNetwork = false;
+  /** The pod cgroup's cpu and memory read at the last sync of a pod the API server has Running (status.resources). */
+  private podCgroup: PodCgroupConfig | undefined;
   /** Whether a sync has observed the runtime for this pod yet (the first may skip it: see observeNewPod). */
   private synced = false;
   /** kubelet's sync type of the next sync, for kubelet_pod_worker_duration_seconds. */
@@ -290,6 +294,7 @@ export class PodWorker {
       }
       this.recordReasons(pod, actions, results);
       this.recordResize(pod, state, results);
+      this.podCgroup = pod.status?.phase === 'Running' ? await this.deps.podCgroups?.readPod(podCgroupParent(pod, this.deps.node.cgroupRoot)) : undefined;
       await collectPodGarbage(this.deps, pod, state, this.log, signal);
       for (const b of actions.containersInBackoff) nextWake = Math.min(nextWake, b.retryAt - now);
       if (results.some((r) => r.error)) nextWake = Math.min(nextWake, this.deps.errorRetryMs);
@@ -369,6 +374,7 @@ export class PodWorker {
       startup: (id) => this.deps.prober.result('startup', id),
       ...(actuated ? { actuated: (name: string) => actuated.container(this.uid, name) } : {}),
       ...(this.deps.resizeConditions ? { resizeConditions: this.deps.resizeConditions.list(this.uid) } : {}),
+      ...(this.podCgroup ? { podCgroup: this.podCgroup } : {}),
     });
   }
 

@@ -160,3 +160,51 @@ spec:
   expect(pod.metadata!.uid).toBe(restarted.metadata!.uid);
   expect(await kubectl.run('delete', 'pod', 'resize-deferred', '--timeout=60s')).toBe('pod "resize-deferred" deleted from default namespace');
 }, 300_000);
+
+/** UpdateContainerResources calls containerd logged for a container. */
+function updateCalls(containerID: string): number {
+  const id = containerID.replace(/^containerd:\/\//, '');
+  return readFileSync('/var/log/nodelet/containerd.log', 'utf8').split('\n').filter((l) => l.includes(`UpdateContainerResources for \\"${id}\\" returns successfully`)).length;
+}
+
+test('the allocation and what was applied survive a restart of nodelet: nothing is undone or applied twice; a resize made while it was down is applied at start', async () => {
+  const { agent } = cluster;
+  await createPod('resize-restart', `apiVersion: v1
+kind: Pod
+metadata: {name: resize-restart}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: ${busybox}
+    imagePullPolicy: IfNotPresent
+    command: ["sleep", "3600"]
+    resources:
+      requests: {cpu: 100m, memory: 32Mi}
+      limits: {cpu: 200m, memory: 64Mi}
+`);
+  await resize('resize-restart', 'main', { requests: { cpu: '100m', memory: '32Mi' }, limits: { cpu: '300m', memory: '64Mi' } });
+  const first = await waitForPod('resize-restart', 'resized', resized(2));
+  const containerID = first.status!.containerStatuses![0]!.containerID!;
+  const calls = updateCalls(containerID);
+  expect(calls).toBeGreaterThan(0);
+
+  await agent.stop();
+  await agent.start();
+  // Synced again after the restart (a fresh status write), the same container with the same values, and no new update.
+  await waitFor('a sync after the restart', async () => ((await agent.pods()).some((p) => p.metadata?.name === 'resize-restart' && p.status?.phase === 'Running') ? true : undefined), 60_000);
+  const again = await waitForPod('resize-restart', 'resized', resized(2));
+  expect(again.status!.containerStatuses![0]).toMatchObject({ containerID, restartCount: 0, resources: { limits: { cpu: '300m', memory: '64Mi' } } });
+  expect(podCgroupFile(again, 'cpu', 'cpu.cfs_quota_us')).toBe('30000');
+  expect(updateCalls(containerID)).toBe(calls);
+
+  await agent.stop();
+  try {
+    await resize('resize-restart', 'main', { requests: { cpu: '100m', memory: '32Mi' }, limits: { cpu: '400m', memory: '64Mi' } });
+  } finally {
+    await agent.start();
+  }
+  const later = await waitForPod('resize-restart', 'resized after the restart', (p) => resized(3)(p) && p.status?.containerStatuses?.[0]?.resources?.limits?.cpu === '400m', 90_000);
+  expect(later.status!.containerStatuses![0]).toMatchObject({ containerID, restartCount: 0 });
+  expect(podCgroupFile(later, 'cpu', 'cpu.cfs_quota_us')).toBe('40000');
+}, 300_000);

@@ -38,3 +38,9 @@ test('both kinds of refusal are named', () => {
   );
   expect(unsupportedPodFields(nfs, { apiServer: true })?.message).toBe('Pod default/p uses fields nodelet does not support yet: spec.volumes[2].nfs');
 });
+
+test('pod-level resources are refused until built; an empty spec.resources is not', () => {
+  const plr: V1Pod = { ...pod, spec: { ...pod.spec!, resources: { limits: { memory: '1Gi' } } } };
+  expect(unsupportedPodFields(plr, { apiServer: true })?.message).toBe('Pod default/p uses fields nodelet does not support yet: spec.resources');
+  expect(unsupportedPodFields({ ...pod, spec: { ...pod.spec!, resources: {} } }, { apiServer: true })).toBeUndefined();
+});
