@@ -5,7 +5,7 @@ import type { EventRecorder } from '../core/events.js';
 import type { ApiObjectSource, ServiceLister } from '../core/api-objects.js';
 import { isStaticPod } from '../core/config-annotations.js';
 import type { Clock } from '../core/clock.js';
-import type { DnsConfig, PodSandboxConfig, RuntimeService } from '../cri/types.js';
+import type { DnsConfig, PodSandboxConfig, RuntimeHandler, RuntimeService } from '../cri/types.js';
 import { grpcCodeName, isNotFound } from '../cri/errors.js';
 import type { Logger } from '../core/log.js';
 import type { Backoff } from '../decisions/backoff.js';
@@ -31,6 +31,7 @@ import {
 } from './runtime-config.js';
 import { stepFailed, SyncError, type StepResult } from '../core/sync-result.js';
 import { volumeFailureResults, type PodVolumeManager } from '../volume/pod-volumes.js';
+import { handlerSupportsRecursiveReadOnly } from '../volume/recursive-read-only.js';
 import type { ContainerTypeLabel, NodeMetrics } from '../core/metrics.js';
 
 export interface SyncDeps {
@@ -59,6 +60,8 @@ export interface SyncDeps {
   events: EventRecorder;
   /** kubelet's started pods and containers counters; without it nothing is recorded. */
   metrics?: NodeMetrics;
+  /** The runtime's handlers as its last Status listed them (recursive read-only mounts); unset or undefined: none known. */
+  runtimeHandlers?: () => readonly RuntimeHandler[] | undefined;
 }
 
 /** The node's hosts file a host-network pod's /etc/hosts copies; a real one is a few lines. */
@@ -237,7 +240,7 @@ async function startContainer(
       ...(deps.apiObjects ? { objects: deps.apiObjects } : {}),
       ...(signal ? { signal } : {}),
     });
-    const mounts = await deps.volumes.containerMounts(pod, spec, env, signal);
+    const mounts = await deps.volumes.containerMounts(pod, spec, env, signal, handlerSupportsRecursiveReadOnly(deps.runtimeHandlers?.()));
     if (mountsManagedHosts(pod, spec, podIPs)) {
       const nodeHosts = pod.spec?.hostNetwork ? await deps.files.readHead(etcHostsPath, maxHostsFileBytes) : '';
       const content = managedHostsContent(pod, podIPs, deps.node.dns.clusterDomain, nodeHosts);

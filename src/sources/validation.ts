@@ -533,6 +533,7 @@ function validateSecurityContext(sc: unknown, path: string, errs: FieldError[]):
 const sysctlSegmentFmt = '[a-z0-9]([-_a-z0-9]*[a-z0-9])?';
 const sysctlContainSlashRegexp = `^(${sysctlSegmentFmt}[\\./])*${sysctlSegmentFmt}$`;
 const sysctlNameRegexp = new RegExp(sysctlContainSlashRegexp);
+const supplementalGroupsPolicies = ['Merge', 'Strict'] as const;
 /** The apiserver's ValidatePodSecurityContext and validateSysctls. */
 function validatePodSecurityContext(spec: JsonObject, errs: FieldError[]): void {
   validateBooleans(spec, ['hostPID', 'hostIPC', 'shareProcessNamespace'], 'spec', errs);
@@ -550,6 +551,10 @@ function validatePodSecurityContext(spec: JsonObject, errs: FieldError[]): void 
   const groups = sc.supplementalGroups;
   if (groups !== undefined && !Array.isArray(groups)) errs.push(wrongType(`${path}.supplementalGroups`, groups, 'a list of integers'));
   else (groups ?? []).forEach((g: unknown, i: number) => validateID(g, `${path}.supplementalGroups[${i}]`, errs));
+  const policy = sc.supplementalGroupsPolicy;
+  if (policy !== undefined && !(supplementalGroupsPolicies as readonly unknown[]).includes(policy)) {
+    errs.push(notSupported(`${path}.supplementalGroupsPolicy`, policy, supplementalGroupsPolicies));
+  }
   validateSeccompProfile(sc.seccompProfile, `${path}.seccompProfile`, errs);
   if (spec.hostPID === true && spec.shareProcessNamespace === true) {
     errs.push(invalid(`${path}.shareProcessNamespace`, true, 'ShareProcessNamespace and HostPID cannot both be enabled'));

@@ -82,6 +82,12 @@ describe('security contexts', () => {
       ],
     ],
     [
+      'an unknown supplementalGroupsPolicy',
+      '',
+      '  securityContext: {supplementalGroupsPolicy: Loose}\n',
+      [{ field: 'spec.securityContext.supplementalGroupsPolicy', message: 'Unsupported value: "Loose": supported values: "Merge", "Strict"' }],
+    ],
+    [
       'privileged without privilege escalation',
       '    securityContext: {privileged: true, allowPrivilegeEscalation: false}\n',
       '',
