@@ -2,12 +2,13 @@
 // node.status.features and runtimeHandlers as containerd's Status tells them; supplementalGroupsPolicy (GA 1.35) seen in
 // the process (`id -G`) and in containerStatuses[].user, Merge adding the groups the image's /etc/group gives the user
 // and Strict not; recursive read-only mounts (GA 1.33), a tmpfs mounted under a read-only hostPath becoming read-only
-// in the container with recursiveReadOnly and staying writable without, as status.volumeMounts say.
+// in the container with recursiveReadOnly and staying writable without, as status.volumeMounts say; spec.hostnameOverride
+// (GA 1.37) as the pod's hostname, without a domain; sleep lifecycle actions of 0 seconds (allowed since 1.34).
 import { execFileSync } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { V1Pod } from '@kubernetes/client-node';
+import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
 import { busybox, waitFor } from '../helpers/agent.js';
 import { startRealCluster, type RealCluster } from '../helpers/real-cluster.js';
 import { layerOf, randomImageLayers, startRegistry, type Registry } from '../helpers/registry.js';
@@ -105,4 +106,42 @@ test('recursiveReadOnly: a submount of a read-only hostPath is read-only too wit
     { name: 'host', mountPath: '/ifpossible', readOnly: true, recursiveReadOnly: 'Enabled' },
     { name: 'host', mountPath: '/plain', readOnly: true, recursiveReadOnly: 'Disabled' },
   ]);
+}, 180_000);
+
+test("hostnameOverride is the pod's hostname, in its UTS namespace and /etc/hosts, with no domain though it has a subdomain", async () => {
+  const pod = await runToCompletion('named', { hostnameOverride: 'custom-host.example', subdomain: 'sub' }, { image: busybox },
+    'hostname > /dev/termination-log; echo "$HOSTNAME" >> /dev/termination-log; tail -n 1 /etc/hosts >> /dev/termination-log');
+  expect(pod.status!.containerStatuses![0]!.state!.terminated).toMatchObject({
+    exitCode: 0,
+    message: `custom-host.example\ncustom-host.example\n${pod.status!.podIP}\tcustom-host.example\n`,
+  });
+}, 180_000);
+
+test('sleep lifecycle actions of 0 seconds: postStart and preStop return at once', async () => {
+  await kubectl.fromFile('create', 'sleep-zero.json', JSON.stringify({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'sleep-zero' },
+    spec: {
+      terminationGracePeriodSeconds: 30,
+      containers: [{
+        name: 'main',
+        image: busybox,
+        command: ['sh', '-c', "trap 'exit 0' TERM; while true; do sleep 0.2; done"],
+        lifecycle: { postStart: { sleep: { seconds: 0 } }, preStop: { sleep: { seconds: 0 } } },
+      }],
+    },
+  }));
+  const running = await waitFor('pod sleep-zero running', async () => {
+    const p = await kubectl.get<V1Pod>('pod', 'sleep-zero');
+    uids.add(p.metadata!.uid!);
+    return p.status?.containerStatuses?.[0]?.state?.running ? p : undefined;
+  }, 120_000, 500);
+  expect(running.status!.containerStatuses![0]!.restartCount).toBe(0);
+  // The preStop hook sleeps 0 s, then the container's TERM trap ends it: far within the 30 s grace period.
+  const t0 = Date.now();
+  await kubectl.run('delete', 'pod', 'sleep-zero', '--wait=true', '--timeout=60s');
+  expect(Date.now() - t0).toBeLessThan(15_000);
+  const events = (await kubectl.get<{ items: CoreV1Event[] }>('events', '--field-selector', `involvedObject.uid=${running.metadata!.uid}`)).items;
+  expect(events.filter((e) => /Hook/.test(e.reason ?? '')).map((e) => `${e.reason}: ${e.message}`)).toEqual([]);
 }, 180_000);
