@@ -26,7 +26,7 @@ import {
   type CgroupDriver,
 } from '../cri/runtime-info.js';
 import { isUnimplemented } from '../cri/errors.js';
-import type { CallOptions, RuntimeConfig } from '../cri/types.js';
+import type { CallOptions, RuntimeConfig, RuntimeHandler } from '../cri/types.js';
 import { runHealthzServer } from './healthz.js';
 import { HeapMode } from './heap-mode.js';
 import { resolvConfLimitWarning } from '../execution/dns.js';
@@ -299,6 +299,9 @@ export class Agent {
       ? await (await import('./cluster-mode.js')).ClusterMode.create({ config, nodeName: node, nodeIP, onNodeIP: (ip) => { hostIP = ip; }, runtime, podNetwork: networkConfig, allocatable, log, signal })
       : undefined;
     let runtimeName = 'containerd';
+    // The runtime's handlers (recursive read-only mounts): cluster mode's node status asks for them at every runtime
+    // check, standalone asks once when the runtime answers.
+    let standaloneHandlers: RuntimeHandler[] | undefined;
     const observer = new RuntimeObserver(runtime, podNetwork, hostFilesystem);
     const volumes = new PodVolumeManager(config.rootDir, allocatable, cluster?.objects);
     // Events go to the API server in cluster mode; standalone, as kubelet without an API client, only to the log.
@@ -363,6 +366,7 @@ export class Agent {
       podIPs: (sandboxId) => podNetwork.podIPs(sandboxId) ?? [],
       podSubnets,
       runtimeName: () => runtimeName,
+      runtimeHandlers: () => (cluster ? cluster.runtimeHandlers() : standaloneHandlers),
       resyncIntervalMs: config.syncFrequencyMs,
       errorRetryMs: workerErrorRetryMs,
       log,
@@ -460,6 +464,7 @@ export class Agent {
         try {
           const v = await runtime.version({ signal, timeoutMs: 5_000 });
           runtimeName = v.runtimeName;
+          if (!cluster) standaloneHandlers = (await runtime.status({ signal, timeoutMs: 5_000 })).handlers ?? [];
           log.info({ runtime: `${v.runtimeName}://${v.runtimeVersion}`, criVersion: v.runtimeApiVersion, endpoint: config.runtimeEndpoint }, 'Container runtime connected');
           return;
         } catch (err) {

@@ -2,6 +2,7 @@
 // beside the pod workers. The pod config's node admission, status manager and mirror pods come from here; controllers
 // that talk to the API server start in ClusterMode.run.
 import type { V1Node } from '@kubernetes/client-node';
+import type { RuntimeHandler } from '../cri/types.js';
 import type { AgentConfig } from './agent-config.js';
 import type { PodNetworkConfig } from './pod-network-config.js';
 import type { CriClient } from '../cri/client.js';
@@ -165,6 +166,11 @@ export class ClusterMode {
     return this.registeredNode?.status?.allocatable
       ? this.registeredNode
       : { ...this.fallbackNode, ...this.registeredNode, status: { ...this.registeredNode?.status, allocatable: this.fallbackNode.status!.allocatable! } };
+  }
+
+  /** The runtime's handlers as the node status's last runtime check listed them; undefined before the first. */
+  runtimeHandlers(): RuntimeHandler[] | undefined {
+    return this.heartbeats.node.runtimeState.handlers();
   }
 
   /** Runs the API pod source, feeding `podConfig`, and the API controllers until the signal aborts. */

@@ -170,6 +170,8 @@ export class NodeController {
       reservation: s.reservation,
       runtime: this.runtimeInfo,
       readyErrors: this.runtimeState.readyErrors(this.clock.now()),
+      runtimeHandlers: this.runtimeState.handlers(),
+      runtimeFeatures: this.runtimeState.features(),
       images: this.images,
       maxImages: s.maxImages,
     };

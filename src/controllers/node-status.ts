@@ -1,6 +1,6 @@
 // Builds the Node object and its status as kubelet's node status setters do (pure: host facts and the clock are inputs).
 import type { V1ContainerImage, V1Node, V1NodeCondition, V1NodeStatus, V1Taint } from '@kubernetes/client-node';
-import type { Image, RuntimeStatus } from '../cri/types.js';
+import type { Image, RuntimeFeatures, RuntimeHandler, RuntimeStatus } from '../cri/types.js';
 import { describeRuntimeCondition, networkNotReadyError } from '../cri/runtime-info.js';
 import type { MachineInfo } from '../host/machine-info.js';
 import { canonicalJson as canonical } from '../core/canonical-json.js';
@@ -66,11 +66,16 @@ export class RuntimeState {
   private lastSync: number | undefined;
   private runtimeError: string | undefined;
   private networkError: string | undefined = 'network state unknown';
+  /** The runtime's handlers and features as its last answer said (kubelet's setRuntimeHandlers, setRuntimeFeatures). */
+  private runtimeHandlers: RuntimeHandler[] | undefined;
+  private runtimeFeatures: RuntimeFeatures | undefined;
 
   constructor(private readonly thresholdMs = runtimeSyncThresholdMs) {}
 
   /** Records a CRI Status answer received at `now`. A failed call records nothing: staleness then says "down". */
   update(status: RuntimeStatus, now: number): void {
+    this.runtimeHandlers = status.handlers ?? [];
+    if (status.features) this.runtimeFeatures = status.features;
     const network = status.conditions.find((c) => c.type === 'NetworkReady');
     this.networkError = network?.status ? undefined : networkNotReadyError(network);
     const runtime = status.conditions.find((c) => c.type === 'RuntimeReady');
@@ -92,6 +97,16 @@ export class RuntimeState {
 
   networkErrors(): string[] {
     return this.networkError ? [this.networkError] : [];
+  }
+
+  /** The runtime's handlers; undefined until it answered once. */
+  handlers(): RuntimeHandler[] | undefined {
+    return this.runtimeHandlers;
+  }
+
+  /** What the runtime supports whatever the handler; undefined until a runtime that tells answered. */
+  features(): RuntimeFeatures | undefined {
+    return this.runtimeFeatures;
   }
 
   /** Everything keeping the node from Ready, in kubelet's order (runtime, then network). */
@@ -118,6 +133,9 @@ export interface NodeStatusInputs {
   runtime: { name: string; version: string } | undefined;
   /** RuntimeState.readyErrors at the time of the update. */
   readyErrors: string[];
+  /** RuntimeState.handlers and features: node.status.runtimeHandlers and features (undefined: left as they are). */
+  runtimeHandlers: RuntimeHandler[] | undefined;
+  runtimeFeatures: RuntimeFeatures | undefined;
   /** From CRI ListImages; undefined when not known (the node's images are then left as they are). */
   images: Image[] | undefined;
   /** kubelet's nodeStatusMaxImages; -1 reports every image. */
@@ -245,6 +263,16 @@ export function setNodeStatus(node: V1Node, inputs: NodeStatusInputs, now: Date)
     architecture: inputs.machine.architecture,
   };
   status.daemonEndpoints = { kubeletEndpoint: { Port: inputs.kubeletPort } };
+  // kubelet's NodeFeatures and RuntimeHandlers setters, from the runtime's last Status.
+  if (inputs.runtimeFeatures) status.features = { supplementalGroupsPolicy: inputs.runtimeFeatures.supplementalGroupsPolicy };
+  if (inputs.runtimeHandlers) {
+    status.runtimeHandlers = inputs.runtimeHandlers.map((h) => ({
+      name: h.name,
+      // nodelet makes no user namespaces (yet), whatever the runtime could: none of its handlers has them through it.
+      features: { recursiveReadOnlyMounts: h.recursiveReadOnlyMounts, userNamespaces: false },
+    }));
+    if (status.runtimeHandlers.length === 0) delete status.runtimeHandlers;
+  }
   if (inputs.images) status.images = nodeImages(inputs.images, inputs.maxImages);
 
   const conditions = nodeConditions(node);
@@ -341,7 +369,7 @@ export function nodeStatusPatch(original: V1NodeStatus | undefined, updated: V1N
   if (changed(a.addresses ?? [], updated.addresses ?? [])) {
     patch.addresses = (a.addresses ?? []).length > 0 ? [...(updated.addresses ?? []), { $patch: 'replace' }] : updated.addresses;
   }
-  for (const field of ['nodeInfo', 'daemonEndpoints', 'images'] as const) {
+  for (const field of ['nodeInfo', 'daemonEndpoints', 'images', 'features', 'runtimeHandlers'] as const) {
     if (updated[field] !== undefined && changed(a[field], updated[field])) patch[field] = updated[field];
   }
   return { status: patch };

@@ -26,6 +26,7 @@ import type {
   PodSandboxFilter,
   PodSandboxMetadata,
   PodSandboxStatus,
+  RuntimeCondition,
   RuntimeConfig,
   RuntimeService,
   RuntimeStatus,
@@ -154,7 +155,15 @@ export class CriClient implements RuntimeService, ImageService, StreamingService
 
   async status(opts?: CallOptions): Promise<RuntimeStatus> {
     const r = await this.call<WireStatusResponse>('Status', { verbose: false }, this.timeouts.readTimeoutMs, opts);
-    return { conditions: r.status?.conditions ?? [] };
+    return {
+      conditions: r.status?.conditions ?? [],
+      handlers: (r.runtimeHandlers ?? []).map((h) => ({
+        name: h.name,
+        recursiveReadOnlyMounts: h.features?.recursiveReadOnlyMounts ?? false,
+        userNamespaces: h.features?.userNamespaces ?? false,
+      })),
+      ...(r.features ? { features: { supplementalGroupsPolicy: r.features.supplementalGroupsPolicy } } : {}),
+    };
   }
 
   /** The verbose Status's info: the runtime's own description of its configuration (containerd: "config", ...). */
@@ -533,8 +542,10 @@ interface WireVersionResponse {
 }
 
 interface WireStatusResponse {
-  status: RuntimeStatus | null;
+  status: { conditions: RuntimeCondition[] } | null;
   info?: Record<string, string>;
+  runtimeHandlers?: { name: string; features: { recursiveReadOnlyMounts: boolean; userNamespaces: boolean } | null }[];
+  features?: { supplementalGroupsPolicy: boolean } | null;
 }
 
 interface WireRuntimeConfigResponse {

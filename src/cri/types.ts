@@ -48,10 +48,14 @@ export interface LinuxSandboxSecurityContext {
   runAsGroup?: number;
   readonlyRootfs?: boolean;
   supplementalGroups?: number[];
+  supplementalGroupsPolicy?: SupplementalGroupsPolicy;
   privileged?: boolean;
   seccomp?: SecurityProfile;
   apparmor?: SecurityProfile;
 }
+
+/** CRI SupplementalGroupsPolicy: the image's groups of the user added to the pod's (Merge, the default), or not (Strict). */
+export type SupplementalGroupsPolicy = 'Merge' | 'Strict';
 
 export interface LinuxPodSandboxConfig {
   cgroupParent?: string;
@@ -124,6 +128,8 @@ export interface Mount {
   readonly?: boolean;
   selinuxRelabel?: boolean;
   propagation?: MountPropagation;
+  /** Submounts read-only too (needs readonly and the handler's recursive_read_only_mounts). */
+  recursiveReadOnly?: boolean;
 }
 
 export interface LinuxContainerResources {
@@ -150,6 +156,7 @@ export interface LinuxContainerSecurityContext {
   runAsUsername?: string;
   readonlyRootfs?: boolean;
   supplementalGroups?: number[];
+  supplementalGroupsPolicy?: SupplementalGroupsPolicy;
   noNewPrivs?: boolean;
   /**
    * Unset or empty means NOTHING is masked on containerd 1.6 (it clears its own defaults unless
@@ -255,6 +262,20 @@ export interface RuntimeCondition {
 
 export interface RuntimeStatus {
   conditions: RuntimeCondition[];
+  /** The runtime handlers and what each supports (the one named '' is the default handler); none when it lists none. */
+  handlers?: RuntimeHandler[];
+  /** What the runtime supports whatever the handler; undefined when it does not say (a runtime before CRI 1.31). */
+  features?: RuntimeFeatures;
+}
+
+export interface RuntimeHandler {
+  name: string;
+  recursiveReadOnlyMounts: boolean;
+  userNamespaces: boolean;
+}
+
+export interface RuntimeFeatures {
+  supplementalGroupsPolicy: boolean;
 }
 
 export interface VersionInfo {

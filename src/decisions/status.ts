@@ -8,6 +8,7 @@ import { podQOSClass } from './qos.js';
 import { ephemeralContainers } from '../core/pod-containers.js';
 import { latestContainer, previousContainer, type ContainerObservation, type PodRuntimeState } from '../core/runtime-state.js';
 import type { ProbeResultLookup } from '../core/probe-results.js';
+import { recursiveReadOnlyStatus } from '../volume/recursive-read-only.js';
 
 /** Why a container is waiting, from the last sync (kubelet's reason cache), e.g. ErrImagePull. */
 export interface WaitingReason {
@@ -22,6 +23,8 @@ export interface StatusInput {
   hostIP: string;
   /** The CRI runtime name used in containerIDs (`containerd://<id>`). */
   runtimeName: string;
+  /** Whether the pod's runtime handler makes recursive read-only mounts (status.volumeMounts[].recursiveReadOnly). */
+  recursiveReadOnlyMounts?: boolean;
   /** The status last derived for this pod, for sticky fields (startTime, transition times, terminal phase). */
   previous?: V1PodStatus;
   now: Date;
@@ -79,16 +82,16 @@ function probedReady(input: StatusInput, spec: V1Container, kind: ContainerKind,
 
 /**
  * kubelet's status.volumeMounts (RecursiveReadOnlyMounts, GA and always on in 1.37): the container's mounts as
- * specified; a read-only one says recursiveReadOnly Disabled, as kubelet reports it where the runtime handler cannot make
- * one recursively read-only (containerd 1.6; nodelet asks no runtime for one).
+ * specified; a read-only one says whether it is recursively read-only (Enabled) or not (Disabled), as its
+ * recursiveReadOnly resolves with the runtime handler's support.
  */
-function volumeMountStatuses(spec: V1Container): Pick<V1ContainerStatus, 'volumeMounts'> {
+function volumeMountStatuses(spec: V1Container, handlerSupportsRRO: boolean): Pick<V1ContainerStatus, 'volumeMounts'> {
   if (!spec.volumeMounts?.length) return {};
   return {
     volumeMounts: spec.volumeMounts.map((m) => ({
       name: m.name,
       mountPath: m.mountPath,
-      ...(m.readOnly ? { readOnly: true, recursiveReadOnly: 'Disabled' } : {}),
+      ...(m.readOnly ? { readOnly: true, recursiveReadOnly: recursiveReadOnlyStatus(m, handlerSupportsRRO) } : {}),
     })),
   };
 }
@@ -264,7 +267,7 @@ function containerStatus(input: StatusInput, spec: V1Container, kind: ContainerK
   if (!latest) {
     return {
       name: spec.name,
-      ...volumeMountStatuses(spec),
+      ...volumeMountStatuses(spec, input.recursiveReadOnlyMounts ?? false),
       // kubelet's default waiting reason is PodInitializing for every container of a pod with init containers.
       state: { waiting: { reason: cached?.reason ?? (pod.spec?.initContainers?.length ? 'PodInitializing' : 'ContainerCreating'), ...(cached?.message ? { message: cached.message } : {}) } },
       ready: false,
@@ -276,7 +279,7 @@ function containerStatus(input: StatusInput, spec: V1Container, kind: ContainerK
   }
   const status: V1ContainerStatus = {
     name: spec.name,
-    ...volumeMountStatuses(spec),
+    ...volumeMountStatuses(spec, input.recursiveReadOnlyMounts ?? false),
     state: stateOf(latest, runtimeName),
     // A plain init container is ready once it succeeded; an ephemeral one never is (kubelet leaves it false); others
     // while they run.

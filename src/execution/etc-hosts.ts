@@ -17,8 +17,12 @@ export function mountsManagedHosts(pod: V1Pod, container: V1Container, podIPs: s
   return !(container.volumeMounts ?? []).some((m) => m.mountPath === etcHostsPath);
 }
 
-/** kubelet's GeneratePodHostNameAndDomain domain: `<subdomain>.<namespace>.svc.<cluster domain>` when both are set. */
+/**
+ * kubelet's GeneratePodHostNameAndDomain domain: `<subdomain>.<namespace>.svc.<cluster domain>` when both are set and
+ * no hostnameOverride names the pod.
+ */
 export function podHostDomain(pod: V1Pod, clusterDomain: string): string {
+  if (pod.spec?.hostnameOverride !== undefined) return '';
   const subdomain = pod.spec?.subdomain;
   if (!subdomain || !clusterDomain) return '';
   return `${subdomain}.${pod.metadata?.namespace ?? 'default'}.svc.${clusterDomain}`;

@@ -82,10 +82,13 @@ function containerNamespaceOptions(pod: V1Pod, targetContainerId: string | undef
   return targetContainerId && options.pid === 'CONTAINER' ? { ...options, pid: 'TARGET', targetId: targetContainerId } : options;
 }
 
-/** kubelet's pod hostname: spec.hostname, else the pod name cut to 63 characters without a trailing '-' or '.'. */
+/**
+ * kubelet's GeneratePodHostNameAndDomain hostname: spec.hostnameOverride (GA in 1.37; the pod then has no domain), else
+ * spec.hostname, else the pod name; one longer than 63 characters is cut there, without a trailing '-' or '.'.
+ */
 export function podHostname(pod: V1Pod): string {
-  if (pod.spec?.hostname) return pod.spec.hostname;
-  return (pod.metadata?.name ?? '').slice(0, 63).replace(/[-.]+$/, '');
+  const name = pod.spec?.hostnameOverride ?? (pod.spec?.hostname || (pod.metadata?.name ?? ''));
+  return name.length <= 63 ? name : name.slice(0, 63).replace(/[-.]+$/, '');
 }
 
 function portMappings(pod: V1Pod): PortMapping[] {

@@ -1,7 +1,9 @@
 // Pod and container security contexts turned into CRI security settings, as kubelet's determineEffectiveSecurityContext does (pure).
 import { join } from 'node:path';
 import type { V1Container, V1Pod, V1SeccompProfile, V1SecurityContext } from '@kubernetes/client-node';
-import type { KeyValueMap, LinuxContainerSecurityContext, LinuxSandboxSecurityContext, NamespaceOption, SecurityProfile } from '../cri/types.js';
+import type {
+  KeyValueMap, LinuxContainerSecurityContext, LinuxSandboxSecurityContext, NamespaceOption, SecurityProfile, SupplementalGroupsPolicy,
+} from '../cri/types.js';
 import { dottedSysctlName } from '../core/sysctl.js';
 import { SyncError } from '../core/sync-result.js';
 import { podContainers } from '../core/pod-containers.js';
@@ -110,6 +112,15 @@ function podSupplementalGroups(pod: V1Pod): number[] {
 }
 
 /**
+ * The pod's supplementalGroupsPolicy for CRI (kubelet sends it to the sandbox and every container); unset is the
+ * runtime's default, Merge. Validation admits only Merge and Strict.
+ */
+function supplementalGroupsPolicy(pod: V1Pod): SupplementalGroupsPolicy | undefined {
+  const policy = pod.spec?.securityContext?.supplementalGroupsPolicy;
+  return policy === 'Merge' || policy === 'Strict' ? policy : undefined;
+}
+
+/**
  * kubelet's determineEffectiveSecurityContext: the container's CRI security context. The image's user applies
  * when no runAsUser is set (root when the image names none); runAsNonRoot is verified first.
  */
@@ -139,6 +150,8 @@ export function containerSecurityContext(
   if (sc.runAsGroup !== undefined) result.runAsGroup = sc.runAsGroup;
   const groups = podSupplementalGroups(pod);
   if (groups.length > 0) result.supplementalGroups = groups;
+  const policy = supplementalGroupsPolicy(pod);
+  if (policy) result.supplementalGroupsPolicy = policy;
   // Privileged containers see everything (containerd clears the lists for them anyway); Unmasked shows /proc whole.
   if (!result.privileged && sc.procMount !== 'Unmasked') {
     result.maskedPaths = defaultMaskedPaths;
@@ -171,6 +184,8 @@ export function sandboxSecurityContext(pod: V1Pod, namespaceOptions: NamespaceOp
   if (sc?.runAsGroup !== undefined) result.runAsGroup = sc.runAsGroup;
   const groups = podSupplementalGroups(pod);
   if (groups.length > 0) result.supplementalGroups = groups;
+  const policy = supplementalGroupsPolicy(pod);
+  if (policy) result.supplementalGroupsPolicy = policy;
   return result;
 }
 

@@ -6,7 +6,7 @@ import type { EventRecorder } from '../core/events.js';
 import type { ApiObjectSource, ServiceLister } from '../core/api-objects.js';
 import { isStaticPod } from '../core/config-annotations.js';
 import type { Clock } from '../core/clock.js';
-import type { DnsConfig, PodSandboxConfig, RuntimeService } from '../cri/types.js';
+import type { DnsConfig, PodSandboxConfig, RuntimeHandler, RuntimeService } from '../cri/types.js';
 import { grpcCodeName, isNotFound } from '../cri/errors.js';
 import type { Logger } from '../core/log.js';
 import type { Backoff } from '../decisions/backoff.js';
@@ -32,6 +32,7 @@ import {
 } from './runtime-config.js';
 import { stepFailed, SyncError, type StepResult } from '../core/sync-result.js';
 import { volumeFailureResults, type PodVolumeManager } from '../volume/pod-volumes.js';
+import { handlerSupportsRecursiveReadOnly } from '../volume/recursive-read-only.js';
 import type { ContainerTypeLabel, NodeMetrics } from '../core/metrics.js';
 import { resizePod, type PodMemoryUsage } from './resize.js';
 import type { PodResourcesState } from '../host/pod-resources-state.js';
@@ -69,6 +70,8 @@ export interface SyncDeps {
     /** A container's resources changed in place (its cached status is stale). */
     resized: (containerId: string) => void;
   };
+  /** The runtime's handlers as its last Status listed them (recursive read-only mounts); unset or undefined: none known. */
+  runtimeHandlers?: () => readonly RuntimeHandler[] | undefined;
 }
 
 /** The node's hosts file a host-network pod's /etc/hosts copies; a real one is a few lines. */
@@ -247,7 +250,7 @@ async function startContainer(
       ...(deps.apiObjects ? { objects: deps.apiObjects } : {}),
       ...(signal ? { signal } : {}),
     });
-    const mounts = await deps.volumes.containerMounts(pod, spec, env, signal);
+    const mounts = await deps.volumes.containerMounts(pod, spec, env, signal, handlerSupportsRecursiveReadOnly(deps.runtimeHandlers?.()));
     if (mountsManagedHosts(pod, spec, podIPs)) {
       const nodeHosts = pod.spec?.hostNetwork ? await deps.files.readHead(etcHostsPath, maxHostsFileBytes) : '';
       const content = managedHostsContent(pod, podIPs, deps.node.dns.clusterDomain, nodeHosts);

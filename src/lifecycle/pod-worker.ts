@@ -5,6 +5,7 @@ import type { Logger } from '../core/log.js';
 import { computePodActions, isNoop, type PodActions } from '../decisions/compute-actions.js';
 import { canonicalJson } from '../core/canonical-json.js';
 import type { RuntimeObserver } from './runtime-observer.js';
+import { handlerSupportsRecursiveReadOnly } from '../volume/recursive-read-only.js';
 import type { PodRuntimeState } from '../core/runtime-state.js';
 import { podLogDirectory, terminationGracePeriodSeconds } from '../execution/runtime-config.js';
 import { derivePodStatus, readinessGatesChangeReady, type WaitingReason } from '../decisions/status.js';
@@ -367,6 +368,7 @@ export class PodWorker {
       waitingReasons: this.reasons,
       hostIP: this.deps.hostIP(),
       runtimeName: this.deps.runtimeName(),
+      recursiveReadOnlyMounts: handlerSupportsRecursiveReadOnly(this.deps.runtimeHandlers?.()),
       previous: this.status,
       now: new Date(this.deps.clock.now()),
       rejection,

@@ -161,8 +161,9 @@ function tolerates(t: V1Toleration, taint: V1Taint): boolean {
 
 /**
  * kubelet's admission of `pod` on `node` next to the pods already admitted and not terminal (`others`): the checks
- * of its admit handlers in order (sysctls, OS, general predicates: resources first, then node affinity, node name,
- * host ports; NoExecute taints for pods from the API), then the fields nodelet cannot run. The first failure decides.
+ * of its admit handlers in order (sysctls, OS, supplementalGroupsPolicy, general predicates: resources first, then node
+ * affinity, node name, host ports; NoExecute taints for pods from the API), then the fields nodelet cannot run. The first
+ * failure decides.
  */
 export function admitPod(pod: V1Pod, others: readonly V1Pod[], node: V1Node): AdmitResult {
   const sysctl = forbiddenSysctls(pod);
@@ -174,6 +175,10 @@ export function admitPod(pod: V1Pod, others: readonly V1Pod[], node: V1Node): Ad
   }
   if (pod.spec?.os?.name !== undefined && pod.spec.os.name !== 'linux') {
     return { admit: false, reason: 'PodOSNotSupported', message: "Failed to admit pod as the OS field doesn't match node OS" };
+  }
+  // kubelet's rejectPodAdmissionBasedOnSupplementalGroupsPolicy: Strict needs a node whose runtime reports the feature.
+  if (pod.spec?.securityContext?.supplementalGroupsPolicy === 'Strict' && node.status?.features?.supplementalGroupsPolicy !== true) {
+    return { admit: false, reason: 'SupplementalGroupsPolicyNotSupported', message: 'SupplementalGroupsPolicy=Strict is not supported in this node' };
   }
 
   const allocatable = (node.status?.allocatable ?? {}) as Record<string, unknown>;

@@ -81,6 +81,7 @@ export function validatePodDocument(doc: JsonObject, podName: (manifestName: str
   validatePodVolumes(spec, errs);
 
   validatePodSecurityContext(spec, errs);
+  validatePodHostName(spec, errs);
   const restartPolicy = spec.restartPolicy;
   if (restartPolicy !== undefined && !(restartPolicies as readonly unknown[]).includes(restartPolicy)) {
     errs.push(notSupported('spec.restartPolicy', restartPolicy, restartPolicies));
@@ -533,6 +534,22 @@ function validateSecurityContext(sc: unknown, path: string, errs: FieldError[]):
 const sysctlSegmentFmt = '[a-z0-9]([-_a-z0-9]*[a-z0-9])?';
 const sysctlContainSlashRegexp = `^(${sysctlSegmentFmt}[\\./])*${sysctlSegmentFmt}$`;
 const sysctlNameRegexp = new RegExp(sysctlContainSlashRegexp);
+/** The apiserver's validatePodHostName: spec.hostnameOverride (GA in 1.37). */
+function validatePodHostName(spec: JsonObject, errs: FieldError[]): void {
+  const override = spec.hostnameOverride;
+  if (override === undefined) return;
+  const path = 'spec.hostnameOverride';
+  if (typeof override !== 'string') {
+    errs.push(wrongType(path, override, 'a string'));
+    return;
+  }
+  if (spec.setHostnameAsFQDN === true) errs.push(forbidden(path, 'may not be specified when setHostnameAsFQDN is true'));
+  if (spec.hostNetwork === true) errs.push(forbidden(path, 'may not be specified when hostNetwork is true'));
+  if (override.length > 64) errs.push(tooLong(path, 64));
+  for (const msg of dns1123SubdomainErrors(override)) errs.push(invalid(path, override, msg));
+}
+
+const supplementalGroupsPolicies = ['Merge', 'Strict'] as const;
 /** The apiserver's ValidatePodSecurityContext and validateSysctls. */
 function validatePodSecurityContext(spec: JsonObject, errs: FieldError[]): void {
   validateBooleans(spec, ['hostPID', 'hostIPC', 'shareProcessNamespace'], 'spec', errs);
@@ -550,6 +567,10 @@ function validatePodSecurityContext(spec: JsonObject, errs: FieldError[]): void 
   const groups = sc.supplementalGroups;
   if (groups !== undefined && !Array.isArray(groups)) errs.push(wrongType(`${path}.supplementalGroups`, groups, 'a list of integers'));
   else (groups ?? []).forEach((g: unknown, i: number) => validateID(g, `${path}.supplementalGroups[${i}]`, errs));
+  const policy = sc.supplementalGroupsPolicy;
+  if (policy !== undefined && !(supplementalGroupsPolicies as readonly unknown[]).includes(policy)) {
+    errs.push(notSupported(`${path}.supplementalGroupsPolicy`, policy, supplementalGroupsPolicies));
+  }
   validateSeccompProfile(sc.seccompProfile, `${path}.seccompProfile`, errs);
   if (spec.hostPID === true && spec.shareProcessNamespace === true) {
     errs.push(invalid(`${path}.shareProcessNamespace`, true, 'ShareProcessNamespace and HostPID cannot both be enabled'));

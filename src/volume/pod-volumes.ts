@@ -14,6 +14,7 @@ import { memoryVolumeSize, setUpEmptyDir, tmpfsOptions } from './empty-dir.js';
 import { checkHostPath } from './host-path.js';
 import { bindMount, isShared, makeShared, mountOf, mountsUnder, readMountInfo, unmount } from './mounter.js';
 import { setVolumeOwnership } from './ownership.js';
+import { resolveRecursiveReadOnly } from './recursive-read-only.js';
 import { pathWithinBase, prepareSubPath, resolveSubPath } from './subpath.js';
 
 export const emptyDirPluginDir = 'kubernetes.io~empty-dir';
@@ -250,10 +251,12 @@ export class PodVolumeManager {
 
   /**
    * The CRI mounts of one container (kubelet's makeMounts): each volumeMount's host path, with subPath bind-mounted
-   * safely, readOnly (always for the volumes nodelet writes), and its propagation. `env` is the container's environment, used by
-   * subPathExpr. A mistake of the pod's author throws SyncError CreateContainerConfigError naming pod, container and field.
+   * safely, readOnly (always for the volumes nodelet writes), recursively read-only as its recursiveReadOnly resolves
+   * with `handlerSupportsRRO` (the pod's runtime handler's feature), and its propagation. `env` is the container's
+   * environment, used by subPathExpr. A mistake of the pod's author throws SyncError CreateContainerConfigError naming
+   * pod, container and field.
    */
-  async containerMounts(pod: V1Pod, container: V1Container, env: Iterable<[string, string]>, signal?: AbortSignal): Promise<Mount[]> {
+  async containerMounts(pod: V1Pod, container: V1Container, env: Iterable<[string, string]>, signal?: AbortSignal, handlerSupportsRRO = false): Promise<Mount[]> {
     const uid = pod.metadata!.uid!;
     const volumes = new Map((pod.spec?.volumes ?? []).map((v) => [v.name, v]));
     const field = containerField(pod, container);
@@ -270,6 +273,12 @@ export class PodVolumeManager {
         propagation = mountPropagation(vm, container);
       } catch (err) {
         throw fail(err, '.mountPropagation');
+      }
+      let recursiveReadOnly: boolean;
+      try {
+        recursiveReadOnly = resolveRecursiveReadOnly(vm, handlerSupportsRRO);
+      } catch (err) {
+        throw fail(new Error(`failed to resolve recursive read-only mode: ${(err as Error).message}`, { cause: err }), '.recursiveReadOnly');
       }
       let hostPath = this.volumePath(uid, volume);
       let subPath: string;
@@ -296,6 +305,7 @@ export class PodVolumeManager {
         // kubelet mounts the volumes it writes read-only whatever the mount says (mustMountRO).
         readonly: vm.readOnly === true || volume.downwardAPI !== undefined || volume.configMap !== undefined || volume.secret !== undefined || volume.projected !== undefined,
         propagation,
+        ...(recursiveReadOnly ? { recursiveReadOnly } : {}),
       });
     }
     return mounts;

@@ -18,8 +18,7 @@ function unsupportedSource(volume: V1Volume): string | undefined {
 /**
  * Field paths of volume features nodelet refuses: sources other than emptyDir (disk or Memory), hostPath,
  * downwardAPI, configMap, secret and projected (persistentVolumeClaim, ...), projected sources other than
- * configMap, secret, downwardAPI and serviceAccountToken, hugepage media and resources, recursiveReadOnly mounts
- * and volumeDevices.
+ * configMap, secret, downwardAPI and serviceAccountToken, hugepage media and resources, and volumeDevices.
  */
 export function unsupportedVolumeFields(pod: V1Pod): string[] {
   const fields: string[] = [];
@@ -41,9 +40,6 @@ export function unsupportedVolumeFields(pod: V1Pod): string[] {
   for (const [path, list] of lists) {
     list.forEach((c, i) => {
       if (c.volumeDevices?.length) fields.push(`${path}[${i}].volumeDevices`);
-      (c.volumeMounts ?? []).forEach((m, j) => {
-        if (m.recursiveReadOnly && m.recursiveReadOnly !== 'Disabled') fields.push(`${path}[${i}].volumeMounts[${j}].recursiveReadOnly`);
-      });
     });
   }
   return fields;

@@ -74,7 +74,7 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case 'down': {
-      const stopped = await down(dir);
+      const stopped = await down(dir, (line) => console.error(line));
       console.log(stopped.length ? `stopped ${stopped.join(', ')}` : 'nothing was running');
       return 0;
     }

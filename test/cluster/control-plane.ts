@@ -9,6 +9,8 @@
 //   DIR/kubeadm.yaml                the InitConfiguration + ClusterConfiguration the kubeadm phases read
 //   DIR/etcd/                       etcd's data dir
 //   DIR/run/<component>.pid, DIR/logs/<component>.log (and logs/kubeadm.log: what the kubeadm phases printed)
+//   DIR/run/host.json               the host's KUBE-* chains and kube-proxy's settings before `up`, which `down` restores
+//                                   (host-state.ts; logs/kube-proxy-cleanup.log: what `kube-proxy --cleanup` printed)
 //   DIR/kube-cache/                 kubectl's discovery cache (kept out of ~/.kube)
 //   DIR/cluster.json                ports and CIDRs, so `up` again and `node-credentials` find the same cluster
 import { execFile, spawn } from 'node:child_process';
@@ -20,6 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { parse, stringify } from 'yaml';
 import { detectNodeIP } from '../../src/host/node.js';
+import { readHostSnapshot, restoreHost, takeHostSnapshot, writeHostSnapshot } from './host-state.js';
 import { caCertHash, ensurePki, issueClientCert, loadPair, writeAtomic, writeKubeconfig, type KeyPairPem } from './pki.js';
 
 const execFileAsync = promisify(execFile);
@@ -144,6 +147,9 @@ export async function up(opts: UpOptions): Promise<ControlPlane> {
   // Kept for startComponent, which starts a component again with the flags up gave it.
   await writeAtomic(extraArgsFile(dir), `${JSON.stringify(opts.extraArgs ?? {})}\n`, 0o644);
 
+  // The host before anything of the cluster runs, for `down` (see host-state.ts); kept from the first `up` until `down`.
+  if (!(await readHostSnapshot(dir)) && Object.keys(await runningPids(dir)).length === 0) await writeHostSnapshot(dir, await takeHostSnapshot(binDir));
+
   try {
     for (const component of COMPONENTS) {
       if (await runningPid(dir, component)) {
@@ -193,6 +199,13 @@ export async function up(opts: UpOptions): Promise<ControlPlane> {
       kubeadmPhases.push({ phase, output });
       log(`control-plane: kubeadm init phase ${phase}: done`);
     }
+    // The mode kube-proxy's DaemonSet runs in, for its clean-up in `down`.
+    const snapshot = await readHostSnapshot(dir);
+    if (snapshot) {
+      const { stdout: proxyConfig } = await execFileAsync(kubectl, ['--kubeconfig', join(dir, 'admin.kubeconfig'), '--cache-dir', join(dir, 'kube-cache'), '-n', 'kube-system',
+        'get', 'configmap', 'kube-proxy', '-o', 'jsonpath={.data.config\\.conf}'], { encoding: 'utf8', timeout: 60_000 });
+      await writeHostSnapshot(dir, { ...snapshot, proxyMode: String((parse(proxyConfig) as { mode?: string } | null)?.mode ?? '') });
+    }
     const joinCommand = (await run(join(binDir, 'kubeadm'), ['token', 'create', '--print-join-command', '--kubeconfig',
       join(dir, 'admin.kubeconfig')])).trim();
     await writeFile(join(dir, 'join-command'), `${joinCommand}\n`);
@@ -207,8 +220,11 @@ export async function up(opts: UpOptions): Promise<ControlPlane> {
   }
 }
 
-/** Stops every component running from `dir` (SIGTERM, then SIGKILL after a grace period). Returns the ones it stopped. */
-export async function down(dirArg: string): Promise<Component[]> {
+/**
+ * Stops every component running from `dir` (SIGTERM, then SIGKILL after a grace period), then takes back what the
+ * cluster's kube-proxy left on the host (host-state.ts; `log` gets what was done). Returns the components it stopped.
+ */
+export async function down(dirArg: string, log: (line: string) => void = () => {}): Promise<Component[]> {
   const dir = resolve(dirArg);
   const stopped: Component[] = [];
   for (const component of [...COMPONENTS].reverse()) {
@@ -219,6 +235,7 @@ export async function down(dirArg: string): Promise<Component[]> {
     }
     await rm(pidFile(dir, component), { force: true });
   }
+  for (const line of await restoreHost(dir)) log(`control-plane: ${line}`);
   return stopped;
 }
 

@@ -7,8 +7,9 @@
 // (which queries through them), and until kube-proxy has programmed a ClusterIP, a packet forwarded to the service range
 // is rejected by a rule of the test (without it, it would follow the default route out of the machine). CoreDNS keeps
 // kubeadm's replicas from the start: its pods, scheduled as soon as the node is Ready, get IPs from the node's podCIDR
-// (nodelet's network waits for it, as containerd's conf_template). The clean-up is proven: kube-proxy's chains (`kube-proxy --cleanup`), the conntrack
-// settings it made, the host paths its volumes created, then iptables-save compared with the snapshot taken first.
+// (nodelet's network waits for it, as containerd's conf_template). The clean-up is proven: the control plane's `down`
+// takes back kube-proxy's chains (`kube-proxy --cleanup` and what it leaves) and the conntrack settings it made, the test
+// the host paths its volumes created; then iptables-save and those settings are compared with the snapshot taken first.
 import { existsSync, readFileSync } from 'node:fs';
 import { readFile, rmdir, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -16,8 +17,8 @@ import type { V1ConfigMap, V1DaemonSet, V1Deployment, V1Endpoints, V1Pod, V1Serv
 import { execa } from 'execa';
 import { parse } from 'yaml';
 import { busybox, ipReservations, repoRoot, waitFor } from '../helpers/agent.js';
-import { ensureBinaries } from '../../cluster/control-plane.js';
-import { podBridge, startRealCluster, type RealCluster } from '../helpers/real-cluster.js';
+import { KUBE_PROXY_SETTINGS } from '../../cluster/host-state.js';
+import { netfilterState, podBridge, startRealCluster, type RealCluster } from '../helpers/real-cluster.js';
 import { DEFAULT_SETTINGS } from '../../cluster/control-plane.js';
 import { cidrContains, parseCidr, parseIp } from '../../../src/cni/cidr.js';
 
@@ -52,17 +53,6 @@ function daemonPodShape(pod: V1Pod): unknown {
   return { generateName: pod.metadata!.generateName, generation: pod.metadata!.generation, labels, owner, spec, qosClass: pod.status!.qosClass };
 }
 
-/** The kernel settings kube-proxy makes on its node (its conntrack settings and route_localnet for localhost NodePorts). */
-const kubeProxySettings = [
-  '/proc/sys/net/netfilter/nf_conntrack_max',
-  '/sys/module/nf_conntrack/parameters/hashsize',
-  '/proc/sys/net/netfilter/nf_conntrack_tcp_timeout_established',
-  '/proc/sys/net/netfilter/nf_conntrack_tcp_timeout_close_wait',
-  '/proc/sys/net/netfilter/nf_conntrack_tcp_be_liberal',
-  '/proc/sys/net/netfilter/nf_conntrack_udp_timeout',
-  '/proc/sys/net/netfilter/nf_conntrack_udp_timeout_stream',
-  '/proc/sys/net/ipv4/conf/all/route_localnet',
-];
 /** Host paths of the kube-proxy DaemonSet's hostPath volumes (an empty one is made by the runtime when missing). */
 const hostPaths = ['/run/xtables.lock', '/lib/modules'];
 
@@ -72,51 +62,9 @@ interface HostState {
   settings: Record<string, string | undefined>;
 }
 
-/**
- * The rules, the user chains and the built-in chains' policies other than ACCEPT, per table, without counters: what
- * decides a packet's fate. (An empty table with only ACCEPT built-in chains, which iptables-nft keeps once a chain was
- * made in it, filters nothing.)
- */
-async function netfilterState(): Promise<string[]> {
-  const lines: string[] = [];
-  for (const save of ['iptables-save', 'ip6tables-save']) {
-    const { stdout } = await execa(save, [], { reject: false });
-    let table = '';
-    for (const line of stdout.split('\n')) {
-      if (line.startsWith('*')) table = line.slice(1);
-      else if (line.startsWith('-A ')) lines.push(`${save} ${table} ${line}`);
-      else if (line.startsWith(':')) {
-        const [chain, policy] = line.slice(1).split(' ');
-        if (policy !== 'ACCEPT') lines.push(`${save} ${table} chain ${chain} ${policy}`);
-      }
-    }
-  }
-  return lines;
-}
-
-/**
- * What `kube-proxy --cleanup` leaves on purpose (its canary chains, and KUBE-FIREWALL and KUBE-MARK-MASQ, which kubelet
- * shares): every KUBE-* chain that was not there before, and the rules that jump to it, removed.
- */
-async function removeKubeChainsSince(before: string[]): Promise<void> {
-  for (const family of ['iptables', 'ip6tables']) {
-    const { stdout } = await execa(`${family}-save`, [], { reject: false });
-    for (const block of stdout.split(/^\*/m).slice(1)) {
-      const table = block.slice(0, block.indexOf('\n'));
-      const fresh = [...block.matchAll(/^:(KUBE-\S+) -/gm)].map((m) => m[1]!)
-        .filter((chain) => !before.includes(`${family}-save ${table} chain ${chain} -`));
-      if (fresh.length === 0) continue;
-      const jumps = block.split('\n').filter((l) => l.startsWith('-A ') && !fresh.includes(l.split(' ')[1]!)
-        && fresh.some((chain) => l.endsWith(` -j ${chain}`) || l.includes(` -j ${chain} `)));
-      const script = [`*${table}`, ...jumps.map((l) => `-D ${l.slice(3)}`), ...fresh.map((c) => `-F ${c}`), ...fresh.map((c) => `-X ${c}`), 'COMMIT', ''];
-      await execa(`${family}-restore`, ['-w', '10', '--noflush'], { input: script.join('\n') });
-    }
-  }
-}
-
 async function hostState(): Promise<HostState> {
   const settings: HostState['settings'] = {};
-  for (const f of kubeProxySettings) settings[f] = (await readFile(f, 'utf8').catch(() => undefined))?.trim();
+  for (const f of KUBE_PROXY_SETTINGS) settings[f] = (await readFile(f, 'utf8').catch(() => undefined))?.trim();
   return { netfilter: await netfilterState(), settings };
 }
 
@@ -185,13 +133,6 @@ afterAll(async () => {
     }
   } finally {
     await execa('iptables', ['-w', '10', '-D', ...serviceGuard], { reject: false });
-    // kube-proxy leaves its rules when it stops (as on any node): its own clean-up removes them, as `kubeadm reset` says.
-    // It exits 1 here whatever it removed: its IPVS and nftables parts find no `ipset` or `nft` (nor anything of theirs).
-    await execa(join(await ensureBinaries(), 'kube-proxy'), ['--cleanup'], { reject: false, timeout: 120_000 });
-    await removeKubeChainsSince(before.netfilter);
-    for (const [f, value] of Object.entries(before.settings)) {
-      if (value !== undefined && (await readFile(f, 'utf8').catch(() => undefined))?.trim() !== value) await writeFile(f, `${value}\n`).catch(() => undefined);
-    }
     for (const [p, existed] of pathsBefore) {
       if (!existed) await unlink(p).catch(() => rmdir(p)).catch(() => undefined);
     }

@@ -2,19 +2,25 @@
 // modules) as test/cluster/control-plane.ts runs it, checked with the real kubectl: it is ready, kubeadm's phases left
 // the objects a kind cluster has, the join command names a live bootstrap token and the CA's hash, and a node's
 // credentials are held to its own Node by NodeRestriction while the controller-manager gives that Node a pod CIDR.
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { COMPONENTS, down, ensureBinaries, nodeCredentials, repoRoot, runningPids, up, type ControlPlane } from '../../cluster/control-plane.js';
+import { KUBE_PROXY_SETTINGS } from '../../cluster/host-state.js';
 import { caCertHash } from '../../cluster/pki.js';
-import { freePorts, releasePodBridge } from '../helpers/real-cluster.js';
+import { waitFor } from '../helpers/agent.js';
+import { freePorts, netfilterState, releasePodBridge } from '../helpers/real-cluster.js';
 
 const execFileAsync = promisify(execFile);
 
 const dir = await mkdtemp(join(tmpdir(), 'nodelet-cp-'));
+/** The host's netfilter rules and kube-proxy's settings before `up`: `down` leaves them so. */
+const hostSettings = async () => Object.fromEntries(await Promise.all(KUBE_PROXY_SETTINGS.map(async (f) => [f, (await readFile(f, 'utf8').catch(() => ''))?.trim()])));
+const netfilterBefore = await netfilterState();
+const settingsBefore = await hostSettings();
 const binDir = await ensureBinaries();
 let plane: ControlPlane | undefined;
 let pids: number[] = [];
@@ -171,6 +177,43 @@ test("a node's credentials create its own Node, not another's, and the Node gets
   expect(podCIDR).toMatch(/^10\.244\.\d+\.0\/24$/);
   expect(await admin('get', 'nodes', '-o', 'name')).toBe('node/node-a\n');
 });
+
+test("down takes back what kube-proxy did on the host: its iptables chains and its conntrack settings", async () => {
+  // The built kube-proxy in kubeadm's default mode (iptables), on the host as its DaemonSet's pod runs it (host network,
+  // privileged), with the admin's credentials: it programs the `kubernetes` Service and sets its conntrack settings.
+  const [healthzPort, metricsPort] = await freePorts(2);
+  const proxy = spawn(join(binDir, 'kube-proxy'), ['--kubeconfig', join(dir, 'admin.kubeconfig'), '--hostname-override', 'proxy-host',
+    '--cluster-cidr', plane!.settings.clusterCidr, '--healthz-bind-address', `127.0.0.1:${healthzPort}`, '--metrics-bind-address', `127.0.0.1:${metricsPort}`],
+  { stdio: ['ignore', 'ignore', 'pipe'] });
+  let output = '';
+  proxy.stderr.on('data', (d: Buffer) => { output += d.toString(); });
+  const gone = new AbortController();
+  const exited = new Promise((resolve) => proxy.once('exit', resolve)).then(() => gone.abort(new Error('kube-proxy exited')));
+  try {
+    await waitFor("kube-proxy's rule for the kubernetes Service", async () => {
+      const { stdout } = await execFileAsync('iptables-save', ['-t', 'nat'], { encoding: 'utf8' });
+      return /^-A KUBE-SERVICES .*"default\/kubernetes:https cluster IP".* -j KUBE-SVC-/m.test(stdout) ? true : undefined;
+    }, 90_000, 500, gone.signal).catch((err: Error) => { throw new Error(`${err.message}; kube-proxy's output:\n${output.slice(-3000)}`); });
+  } finally {
+    if (!gone.signal.aborted) proxy.kill('SIGTERM');
+    await exited;
+  }
+  // It left them when it stopped, as on any node.
+  const left = (await netfilterState()).filter((l) => !netfilterBefore.includes(l));
+  expect(left.some((l) => l.startsWith('iptables-save filter ') && l.includes('KUBE-'))).toBe(true);
+  expect(left.some((l) => l.startsWith('iptables-save nat ') && l.includes('KUBE-'))).toBe(true);
+
+  expect((await down(dir)).sort()).toEqual([...COMPONENTS].sort());
+  const after = await netfilterState();
+  expect({ added: after.filter((l) => !netfilterBefore.includes(l)), removed: netfilterBefore.filter((l) => !after.includes(l)) })
+    .toEqual({ added: [], removed: [] });
+  expect(await hostSettings()).toEqual(settingsBefore);
+  expect(existsSync(join(dir, 'run', 'host.json'))).toBe(false);
+  expect(await readFile(join(dir, 'logs', 'kube-proxy-cleanup.log'), 'utf8')).toContain('$ kube-proxy --cleanup');
+
+  plane = await up({ dir, binDir });
+  pids = Object.values(await runningPids(dir));
+}, 600_000);
 
 test('down stops every process and up brings the same cluster back', async () => {
   const before = await admin('get', 'node', 'node-a', '-o', 'jsonpath={.metadata.uid}');

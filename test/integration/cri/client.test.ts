@@ -101,6 +101,13 @@ describe('runtime info', () => {
     expect(s.conditions).toEqual(expect.arrayContaining([expect.objectContaining({ type: 'RuntimeReady', status: true })]));
   });
 
+  it('Status lists the runtime handlers with their features (the default one as \'\') and the runtime features', async () => {
+    const s = await client.status();
+    // containerd 2.4.2 with runc 1.5.3 (rro mount option) on a kernel of 5.12 or later.
+    expect(s.handlers).toEqual(expect.arrayContaining([expect.objectContaining({ name: '', recursiveReadOnlyMounts: true })]));
+    expect(s.features).toEqual({ supplementalGroupsPolicy: true });
+  });
+
   it("RuntimeConfig (containerd 2.x implements it) tells the runc runtime's cgroup driver, as its configuration says", async () => {
     const driver = cgroupDriverFromRuntimeConfig(await client.runtimeConfig());
     expect(driver).toBe(cgroupDriverFromStatusInfo(await client.statusInfo()));

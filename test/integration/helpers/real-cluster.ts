@@ -237,6 +237,28 @@ export async function startRealCluster(opts: RealClusterOptions = {}): Promise<R
   }
 }
 
+/**
+ * The host's netfilter rules, the user chains and the built-in chains' policies other than ACCEPT, per table and family,
+ * without counters: what decides a packet's fate. (An empty table with only ACCEPT built-in chains, which iptables-nft
+ * keeps once a chain was made in it, filters nothing.)
+ */
+export async function netfilterState(): Promise<string[]> {
+  const lines: string[] = [];
+  for (const save of ['iptables-save', 'ip6tables-save']) {
+    const { stdout } = await execa(save, [], { reject: false });
+    let table = '';
+    for (const line of stdout.split('\n')) {
+      if (line.startsWith('*')) table = line.slice(1);
+      else if (line.startsWith('-A ')) lines.push(`${save} ${table} ${line}`);
+      else if (line.startsWith(':')) {
+        const [chain, policy] = line.slice(1).split(' ');
+        if (policy !== 'ACCEPT') lines.push(`${save} ${table} chain ${chain} ${policy}`);
+      }
+    }
+  }
+  return lines;
+}
+
 /** Registers a test file's afterAll: the cluster stopped (see cleanUpRealCluster), then the file's own directories removed. */
 export function stopAfterAll(cluster: () => RealCluster | undefined, ...dirs: string[]): void {
   afterAll(async () => {

@@ -111,8 +111,8 @@ function registryRequest(
   });
 }
 
-/** A tar stream (uncompressed) of a directory's contents, as an image layer. */
-async function layerOf(dir: string): Promise<Buffer> {
+/** A tar stream (uncompressed, files owned by root) of a directory's contents, as an image layer. */
+export async function layerOf(dir: string): Promise<Buffer> {
   const { stdout } = await execa('tar', ['-C', dir, '--numeric-owner', '--owner=0', '--group=0', '-cf', '-', '.'], { encoding: 'buffer', maxBuffer: 1 << 30 });
   return Buffer.from(stdout);
 }
@@ -223,7 +223,10 @@ export async function startRegistry(opts: { auth?: RegistryCredentials } = {}): 
     if (proc && proc.exitCode === null && proc.signalCode === null) {
       const exited = new Promise((r) => proc!.once('exit', r));
       proc.kill('SIGTERM');
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([exited, new Promise((r) => { timer = setTimeout(r, 10_000); })]);
+      // Not left pending: Jest would wait for it after the last test.
+      clearTimeout(timer);
       if (proc.exitCode === null && proc.signalCode === null) {
         proc.kill('SIGKILL');
         await exited;

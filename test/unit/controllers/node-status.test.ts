@@ -38,6 +38,8 @@ function inputs(over: Partial<NodeStatusInputs> = {}): NodeStatusInputs {
     reservation: defaultReservation,
     runtime: { name: 'containerd', version: '1.6.20~ds1' },
     readyErrors: [],
+    runtimeHandlers: undefined,
+    runtimeFeatures: undefined,
     images: undefined,
     maxImages: 50,
     ...over,
@@ -265,4 +267,44 @@ test("node events as kubelet's setters record them: new or changed pressure cond
   expect(nodeConditionEvents(notReady, readyNode)).toEqual(['NodeReady']);
   expect(nodeConditionEvents(readyNode, setNodeStatus(readyNode, inputs(), t2))).toEqual([]);
   expect(nodeConditionEvents(readyNode, setNodeStatus(readyNode, inputs({ readyErrors: ['x'] }), t2))).toEqual(['NodeNotReady']);
+});
+
+describe('runtime features and handlers (kubelet\'s NodeFeatures and RuntimeHandlers setters)', () => {
+  const containerd = {
+    ...ready,
+    handlers: [
+      { name: '', recursiveReadOnlyMounts: true, userNamespaces: true },
+      { name: 'runc', recursiveReadOnlyMounts: true, userNamespaces: true },
+    ],
+    features: { supplementalGroupsPolicy: true },
+  };
+
+  test('the runtime\'s last Status: features and every handler, userNamespaces false (nodelet makes none)', () => {
+    const state = new RuntimeState();
+    expect([state.handlers(), state.features()]).toEqual([undefined, undefined]);
+    state.update(containerd, 0);
+    const node = initialNode(inputs({ runtimeHandlers: state.handlers(), runtimeFeatures: state.features() }), { taints: [], providerID: '' }, t0);
+    expect(node.status!.features).toEqual({ supplementalGroupsPolicy: true });
+    expect(node.status!.runtimeHandlers).toEqual([
+      { name: '', features: { recursiveReadOnlyMounts: true, userNamespaces: false } },
+      { name: 'runc', features: { recursiveReadOnlyMounts: true, userNamespaces: false } },
+    ]);
+    // A runtime that does not tell its features (before CRI 1.31) leaves the last ones; one without handlers lists none.
+    state.update(ready, 1);
+    expect([state.handlers(), state.features()]).toEqual([[], { supplementalGroupsPolicy: true }]);
+    const later = setNodeStatus(node, inputs({ runtimeHandlers: state.handlers(), runtimeFeatures: state.features() }), t1);
+    expect(later.status!.runtimeHandlers).toBeUndefined();
+    expect(later.status!.features).toEqual({ supplementalGroupsPolicy: true });
+  });
+
+  test('before the runtime answered both are left as they are; a change is patched', () => {
+    const node = initialNode(inputs({ runtimeHandlers: containerd.handlers, runtimeFeatures: containerd.features }), { taints: [], providerID: '' }, t0);
+    const unknown = setNodeStatus(node, inputs(), t1);
+    expect(unknown.status!.features).toEqual(node.status!.features);
+    expect(unknown.status!.runtimeHandlers).toEqual(node.status!.runtimeHandlers);
+    const without = setNodeStatus(node, inputs({ runtimeFeatures: { supplementalGroupsPolicy: false }, runtimeHandlers: [{ name: '', recursiveReadOnlyMounts: false, userNamespaces: false }] }), t1);
+    const patch = nodeStatusPatch(node.status, without.status!).status;
+    expect(patch.features).toEqual({ supplementalGroupsPolicy: false });
+    expect(patch.runtimeHandlers).toEqual([{ name: '', features: { recursiveReadOnlyMounts: false, userNamespaces: false } }]);
+  });
 });

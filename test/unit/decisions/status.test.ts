@@ -91,6 +91,20 @@ describe('derivePodStatus', () => {
     expect(derivePodStatus(input(pod(), [c('app', 'running')])).containerStatuses![0]).not.toHaveProperty('volumeMounts');
   });
 
+  test('recursiveReadOnly in status: Enabled when the runtime handler makes the mount so, else Disabled', () => {
+    const p = pod();
+    p.spec!.containers[0]!.volumeMounts = [
+      { name: 'a', mountPath: '/a', readOnly: true, recursiveReadOnly: 'Enabled' },
+      { name: 'b', mountPath: '/b', readOnly: true, recursiveReadOnly: 'IfPossible' },
+      { name: 'c', mountPath: '/c', readOnly: true },
+    ];
+    const modes = (supported: boolean) =>
+      derivePodStatus({ ...input(p, [c('app', 'running')]), recursiveReadOnlyMounts: supported }).containerStatuses![0]!.volumeMounts!.map((m) => m.recursiveReadOnly);
+    expect(modes(true)).toEqual(['Enabled', 'Enabled', 'Disabled']);
+    // Enabled cannot be met (the container does not start) and IfPossible falls back: both say Disabled, as kubelet.
+    expect(modes(false)).toEqual(['Disabled', 'Disabled', 'Disabled']);
+  });
+
   test('ephemeral containers: their own statuses, never ready, never restarted, and no say in readiness or phase', () => {
     const p = pod();
     p.spec!.ephemeralContainers = [

@@ -1,6 +1,7 @@
 // kubelet's managed /etc/hosts: when a container gets it, and what it holds.
 import type { V1Pod } from '@kubernetes/client-node';
 import { managedHostsContent, mountsManagedHosts, podHostDomain } from '../../../src/execution/etc-hosts.js';
+import { podHostname } from '../../../src/execution/runtime-config.js';
 
 const pod = (spec: Partial<NonNullable<V1Pod['spec']>> = {}): V1Pod => ({
   metadata: { name: 'web-0', namespace: 'shop' },
@@ -20,6 +21,19 @@ test("the pod's FQDN needs both a subdomain and a cluster domain", () => {
   expect(podHostDomain(pod({ subdomain: 'db' }), 'cluster.local')).toBe('db.shop.svc.cluster.local');
   expect(podHostDomain(pod({ subdomain: 'db' }), '')).toBe('');
   expect(podHostDomain(pod(), 'cluster.local')).toBe('');
+});
+
+test("the pod's hostname (kubelet's GeneratePodHostNameAndDomain): hostnameOverride, else hostname, else the name, at most 63 characters", () => {
+  expect(podHostname(pod())).toBe('web-0');
+  expect(podHostname(pod({ hostname: 'h1' }))).toBe('h1');
+  expect(podHostname(pod({ hostname: 'h1', subdomain: 'db', hostnameOverride: 'custom.example' }))).toBe('custom.example');
+  // 64 characters (validation's limit): cut at 63, the trailing '.' dropped.
+  expect(podHostname(pod({ hostnameOverride: `${'a'.repeat(62)}.b` }))).toBe('a'.repeat(62));
+  const long = { metadata: { name: `${'p'.repeat(62)}-x`, namespace: 'shop' }, spec: { containers: [] } };
+  expect(podHostname(long)).toBe('p'.repeat(62));
+  // With an override the pod has no domain, subdomain or not: /etc/hosts names it alone.
+  expect(podHostDomain(pod({ subdomain: 'db', hostnameOverride: 'custom.example' }), 'cluster.local')).toBe('');
+  expect(managedHostsContent(pod({ subdomain: 'db', hostnameOverride: 'custom.example' }), ['10.0.0.5'], 'cluster.local', '')).toContain('\n10.0.0.5\tcustom.example\n');
 });
 
 test('the pod network file: localhost, each pod IP with hostname and FQDN, then the aliases one line per IP', () => {

@@ -107,6 +107,16 @@ describe('containerSecurityContext', () => {
     expect(containerSecurityContext(p, container(), root, ns)).toMatchObject({ runAsUser: 1000, runAsGroup: 3000, supplementalGroups: [2000, 4000, 5000] });
   });
 
+  test('supplementalGroupsPolicy goes to the container and the sandbox as set; unset is left to the runtime (Merge)', () => {
+    for (const policy of ['Strict', 'Merge'] as const) {
+      const p = pod({ supplementalGroups: [4000], supplementalGroupsPolicy: policy });
+      expect(containerSecurityContext(p, container(), root, ns)).toMatchObject({ supplementalGroups: [4000], supplementalGroupsPolicy: policy });
+      expect(sandboxSecurityContext(p, ns)).toMatchObject({ supplementalGroups: [4000], supplementalGroupsPolicy: policy });
+    }
+    expect(containerSecurityContext(pod({ supplementalGroups: [4000] }), container(), root, ns).supplementalGroupsPolicy).toBeUndefined();
+    expect(sandboxSecurityContext(pod(), ns).supplementalGroupsPolicy).toBeUndefined();
+  });
+
   test('capabilities as written, read-only rootfs, no_new_privs only when escalation is explicitly refused', () => {
     const c = container({ capabilities: { add: ['NET_ADMIN'], drop: ['ALL'] }, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false });
     expect(containerSecurityContext(pod(), c, root, ns)).toMatchObject({

@@ -155,6 +155,16 @@ describe('admitPod', () => {
     if (message) expect(result.message).toBe(message);
   });
 
+  it('admits supplementalGroupsPolicy Strict only where the node reports the feature (Merge anywhere)', () => {
+    const strict = pod('strict', [{}], { securityContext: { supplementalGroupsPolicy: 'Strict' } });
+    expect(admitPod(strict, [], node)).toEqual({
+      admit: false, reason: 'SupplementalGroupsPolicyNotSupported', message: 'SupplementalGroupsPolicy=Strict is not supported in this node',
+    });
+    expect(admitPod(strict, [], { ...node, status: { ...node.status, features: { supplementalGroupsPolicy: false } } }).admit).toBe(false);
+    expect(admitPod(strict, [], { ...node, status: { ...node.status, features: { supplementalGroupsPolicy: true } } })).toEqual({ admit: true });
+    expect(admitPod(pod('merge', [{}], { securityContext: { supplementalGroupsPolicy: 'Merge' } }), [], node)).toEqual({ admit: true });
+  });
+
   it('gives a rejected pod the status kubelet writes', () => {
     expect(rejectedStatus({ reason: 'OutOfcpu', message: 'Node didn\'t have enough resource: cpu, requested: 2000, used: 0, capacity: 1900' }, 'Burstable')).toEqual({
       phase: 'Failed',

@@ -82,6 +82,25 @@ describe('security contexts', () => {
       ],
     ],
     [
+      'hostnameOverride: a DNS subdomain of at most 64 characters, not with hostNetwork',
+      '',
+      `  hostNetwork: true\n  hostnameOverride: ${'a'.repeat(65)}_\n`,
+      [
+        { field: 'spec.hostnameOverride', message: 'Forbidden: may not be specified when hostNetwork is true' },
+        { field: 'spec.hostnameOverride', message: 'Too long: must have at most 64 bytes' },
+        {
+          field: 'spec.hostnameOverride',
+          message: `Invalid value: "${'a'.repeat(65)}_": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
+        },
+      ],
+    ],
+    [
+      'an unknown supplementalGroupsPolicy',
+      '',
+      '  securityContext: {supplementalGroupsPolicy: Loose}\n',
+      [{ field: 'spec.securityContext.supplementalGroupsPolicy', message: 'Unsupported value: "Loose": supported values: "Merge", "Strict"' }],
+    ],
+    [
       'privileged without privilege escalation',
       '    securityContext: {privileged: true, allowPrivilegeEscalation: false}\n',
       '',

@@ -8,6 +8,7 @@ import { pino } from 'pino';
 import { parseQuantity } from '../../../src/core/quantity.js';
 import { SyncError } from '../../../src/core/sync-result.js';
 import { containerPath, mountPropagation, PodVolumeManager, VolumeSetUpError } from '../../../src/volume/pod-volumes.js';
+import type { Mount } from '../../../src/cri/types.js';
 
 const log = pino({ level: 'silent' });
 let root: string;
@@ -77,7 +78,23 @@ test('containerMounts: host paths, readOnly (always for downwardAPI), propagatio
   ]);
 });
 
+test('containerMounts: recursiveReadOnly as the runtime handler allows', async () => {
+  const p = pod('u1');
+  const c = p.spec!.containers[0]!;
+  c.volumeMounts = [
+    { name: 'cache', mountPath: '/a', readOnly: true, recursiveReadOnly: 'Enabled' },
+    { name: 'cache', mountPath: '/b', readOnly: true, recursiveReadOnly: 'IfPossible' },
+    { name: 'cache', mountPath: '/c', readOnly: true, recursiveReadOnly: 'Disabled' },
+  ];
+  const rro = (mounts: Mount[]) => mounts.map((m) => [m.containerPath, m.readonly, m.recursiveReadOnly]);
+  expect(rro(await volumes.containerMounts(p, c, new Map(), undefined, true))).toEqual([['/a', true, true], ['/b', true, true], ['/c', true, undefined]]);
+  c.volumeMounts = c.volumeMounts.slice(1);
+  expect(rro(await volumes.containerMounts(p, c, new Map(), undefined, false))).toEqual([['/b', true, undefined], ['/c', true, undefined]]);
+});
+
 test.each([
+  [{ name: 'cache', mountPath: '/x', readOnly: true, recursiveReadOnly: 'Enabled' }, 'failed to resolve recursive read-only mode: volume "cache" requested recursive read-only mode, but it is not supported by the runtime (pod default/web-node, container "app", field spec.containers[0].volumeMounts[0].recursiveReadOnly)'],
+  [{ name: 'cache', mountPath: '/x', recursiveReadOnly: 'IfPossible' }, 'failed to resolve recursive read-only mode: volume "cache" requested recursive read-only mode, but it is not read-only (pod default/web-node, container "app", field spec.containers[0].volumeMounts[0].recursiveReadOnly)'],
   [{ name: 'nope', mountPath: '/x' }, 'cannot find volume "nope" to mount into container "app" (pod default/web-node, container "app", field spec.containers[0].volumeMounts[0].name)'],
   [{ name: 'cache', mountPath: '/x', subPath: '/abs' }, 'error SubPath `/abs` must not be an absolute path (pod default/web-node, container "app", field spec.containers[0].volumeMounts[0].subPath)'],
   [{ name: 'cache', mountPath: '/x', subPathExpr: '$(MISSING)' }, 'missing value for MISSING (pod default/web-node, container "app", field spec.containers[0].volumeMounts[0].subPathExpr)'],

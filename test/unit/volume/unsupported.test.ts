@@ -1,7 +1,7 @@
 // Volume features nodelet refuses, by field path.
 import { unsupportedVolumeFields, volumeFieldsNeedingApiServer } from '../../../src/volume/unsupported.js';
 
-test('supported sources pass; others, hugepages and recursiveReadOnly are named', () => {
+test('supported sources and recursiveReadOnly mounts pass; others and hugepages are named', () => {
   expect(
     unsupportedVolumeFields({
       spec: {
@@ -11,7 +11,7 @@ test('supported sources pass; others, hugepages and recursiveReadOnly are named'
           { name: 'c', hostPath: { path: '/x' } },
           { name: 'd', downwardAPI: { items: [{ path: 'l', fieldRef: { fieldPath: 'metadata.labels' } }] } },
         ],
-        containers: [{ name: 'm', volumeMounts: [{ name: 'a', mountPath: '/a', readOnly: true, recursiveReadOnly: 'Disabled' }] }],
+        containers: [{ name: 'm', volumeMounts: [{ name: 'a', mountPath: '/a', readOnly: true, recursiveReadOnly: 'Disabled' }, { name: 'c', mountPath: '/c', readOnly: true, recursiveReadOnly: 'Enabled' }] }],
       },
     }),
   ).toEqual([]);
@@ -25,7 +25,6 @@ test('supported sources pass; others, hugepages and recursiveReadOnly are named'
           { name: 'd', persistentVolumeClaim: { claimName: 'pvc' } },
           { name: 'e', downwardAPI: { items: [{ path: 'h', resourceFieldRef: { containerName: 'm', resource: 'limits.hugepages-2Mi' } }] } },
         ],
-        initContainers: [{ name: 'i', volumeMounts: [{ name: 'a', mountPath: '/a', readOnly: true, recursiveReadOnly: 'Enabled' }] }],
         containers: [{ name: 'm', volumeDevices: [{ name: 'd', devicePath: '/dev/x' }] }],
       },
     }),
@@ -34,7 +33,6 @@ test('supported sources pass; others, hugepages and recursiveReadOnly are named'
     'spec.volumes[2].emptyDir.medium',
     'spec.volumes[3].persistentVolumeClaim',
     'spec.volumes[4].downwardAPI.items[0].resourceFieldRef',
-    'spec.initContainers[0].volumeMounts[0].recursiveReadOnly',
     'spec.containers[0].volumeDevices',
   ]);
 });
