@@ -12,6 +12,14 @@ import { formatResourceList, nodeAllocatable, nodeCapacity, type NodeReservation
 export const kubernetesVersion = 'v1.37.0';
 
 /**
+ * The features of 1.37's declarable set (component-helpers' nodedeclaredfeatures) nodelet implements, sorted: the
+ * resize of running init containers that are not sidecars. Not declared, because not built: pod-level resources resize,
+ * memory-backed emptyDir resize, RestartAllContainersOnContainerExits, UserNamespacesHostNetworkSupport,
+ * VolumeBindMountOptions, ExtendWebSocketsToKubelet, DRANodeAllocatableResources, DRAOptionalNodeOperations.
+ */
+export const nodeDeclaredFeatures: readonly string[] = ['InPlacePodVerticalScalingInitContainers'];
+
+/**
  * nodelet's kubeletVersion: the Kubernetes version it follows, with nodelet and its package version as semver build
  * metadata (the form k3s uses, "v1.37.0+k3s1"). Build metadata does not count in version comparisons, so version-skew
  * logic sees a 1.37 kubelet, while `kubectl get nodes` shows which agent runs there.
@@ -274,6 +282,9 @@ export function setNodeStatus(node: V1Node, inputs: NodeStatusInputs, now: Date)
     if (status.runtimeHandlers.length === 0) delete status.runtimeHandlers;
   }
   if (inputs.images) status.images = nodeImages(inputs.images, inputs.maxImages);
+  // kubelet's NodeDeclaredFeatures (GA in 1.37): the API server admits to a node only the pod updates whose features it
+  // declares.
+  (status as V1NodeStatus & { declaredFeatures?: string[] }).declaredFeatures = [...nodeDeclaredFeatures];
 
   const conditions = nodeConditions(node);
   const find = (type: string) => conditions.find((c) => c.type === type);

@@ -205,6 +205,12 @@ export function computePodActions(pod: V1Pod, state: PodRuntimeState, ctx: Compu
   // Until the pod is initialized, only init containers run.
   if (inits.length > 0) {
     const current = { ...state, containers: state.containers.filter((c) => c.sandboxId === sandbox.id) };
+    // A running init container that is not a sidecar is resized in place (InPlacePodVerticalScalingInitContainers, GA
+    // in 1.37); the API server allows it no RestartContainer policy.
+    for (const c of inits) {
+      const latest = latestContainer(current, c.name);
+      if (!isRestartableInitContainer(c) && latest?.state === 'running') planResize(c, latest);
+    }
     if (hasRestartableInitContainer(pod)) {
       const plan = computeInitContainerPlan(pod, current, { startup: ctx.startup, liveness: ctx.liveness });
       if (plan.killPod) {

@@ -9,7 +9,8 @@ import { busybox, testNode, waitFor } from '../helpers/agent.js';
 import { startRealCluster, type RealCluster } from '../helpers/real-cluster.js';
 
 // The API server's client certificate is trusted by the kubelet API (kubectl exec reads the containers' cgroups).
-const cluster: RealCluster = await startRealCluster({ agentArgs: (dir) => ['--client-ca-file', join(dir, 'ca.crt')] });
+const agentArgs = (dir: string) => ['--client-ca-file', join(dir, 'ca.crt')];
+const cluster: RealCluster = await startRealCluster({ agentArgs });
 const { kubectl, uids } = cluster;
 
 afterAll(() => cluster.stop(), 300_000);
@@ -190,7 +191,7 @@ spec:
   expect(calls).toBeGreaterThan(0);
 
   await agent.stop();
-  await agent.start();
+  await agent.start(agentArgs(cluster.dir));
   // Synced again after the restart (a fresh status write), the same container with the same values, and no new update.
   await waitFor('a sync after the restart', async () => ((await agent.pods()).some((p) => p.metadata?.name === 'resize-restart' && p.status?.phase === 'Running') ? true : undefined), 60_000);
   const again = await waitForPod('resize-restart', 'resized', resized(2));
@@ -202,9 +203,44 @@ spec:
   try {
     await resize('resize-restart', 'main', { requests: { cpu: '100m', memory: '32Mi' }, limits: { cpu: '400m', memory: '64Mi' } });
   } finally {
-    await agent.start();
+    await agent.start(agentArgs(cluster.dir));
   }
   const later = await waitForPod('resize-restart', 'resized after the restart', (p) => resized(3)(p) && p.status?.containerStatuses?.[0]?.resources?.limits?.cpu === '400m', 90_000);
   expect(later.status!.containerStatuses![0]).toMatchObject({ containerID, restartCount: 0 });
   expect(podCgroupFile(later, 'cpu', 'cpu.cfs_quota_us')).toBe('40000');
 }, 300_000);
+
+test('the node declares InPlacePodVerticalScalingInitContainers, and a running init container (not a sidecar) is resized in place', async () => {
+  const node = await kubectl.get<V1Node>('node', testNode);
+  expect((node.status as { declaredFeatures?: string[] }).declaredFeatures).toEqual(['InPlacePodVerticalScalingInitContainers']);
+  expect(await kubectl.fromFile('create', 'resize-init.yaml', `apiVersion: v1
+kind: Pod
+metadata: {name: resize-init}
+spec:
+  terminationGracePeriodSeconds: 1
+  initContainers:
+  - name: setup
+    image: ${busybox}
+    imagePullPolicy: IfNotPresent
+    command: ["sleep", "3600"]
+    resources:
+      requests: {cpu: 100m, memory: 32Mi}
+      limits: {cpu: 200m, memory: 64Mi}
+  containers:
+  - name: main
+    image: ${busybox}
+    imagePullPolicy: IfNotPresent
+    command: ["sleep", "3600"]
+`)).toBe('pod/resize-init created');
+  const before = await waitForPod('resize-init', 'init container running', (p) => !!p.status?.initContainerStatuses?.[0]?.state?.running);
+  const patch = { spec: { initContainers: [{ name: 'setup', resources: { requests: { cpu: '100m', memory: '32Mi' }, limits: { cpu: '400m', memory: '96Mi' } } }] } };
+  expect(await kubectl.run('patch', 'pod', 'resize-init', '--subresource', 'resize', '--type=strategic', '-p', JSON.stringify(patch))).toBe('pod/resize-init patched');
+  const after = await waitForPod('resize-init', 'init container resized', (p) => resized(2)(p) && p.status?.initContainerStatuses?.[0]?.resources?.limits?.cpu === '400m');
+  expect(after.status!.initContainerStatuses![0]).toMatchObject({
+    containerID: before.status!.initContainerStatuses![0]!.containerID,
+    restartCount: 0,
+    resources: { requests: { cpu: '100m', memory: '32Mi' }, limits: { cpu: '400m', memory: '96Mi' } },
+  });
+  expect(await kubectl.run('exec', 'resize-init', '-c', 'setup', '--', 'cat', '/sys/fs/cgroup/cpu/cpu.cfs_quota_us')).toBe('40000');
+  expect(await kubectl.run('exec', 'resize-init', '-c', 'setup', '--', 'cat', '/sys/fs/cgroup/memory/memory.limit_in_bytes')).toBe(String(96 * 2 ** 20));
+}, 240_000);

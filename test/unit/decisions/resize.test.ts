@@ -80,6 +80,17 @@ describe('computePodActions with actuated resources', () => {
     expect(cpuOnly.containersToUpdate.cpu).toHaveLength(1);
   });
 
+  test('a running init container that is not a sidecar is resized in place while the pod initializes', () => {
+    const p = pod({ main: {} });
+    p.spec!.initContainers = [{ name: 'setup', image: 'busybox', resources: { limits: { cpu: '400m' } } }];
+    const s = state(p);
+    s.containers = [{ ...running(p, 'main'), name: 'setup', id: 'setup-id', hash: containerHash(p.spec!.initContainers[0]!) }];
+    const a = computePodActions(p, s, { now, backoffPolicy: kubeletBackoff, crashBackoff: () => undefined, actuated: () => ({ limits: { cpu: '200m' } }) });
+    expect(a.containersToUpdate.cpu).toMatchObject([{ id: 'setup-id', name: 'setup' }]);
+    expect(a.containersToStart).toEqual([]);
+    expect(a.containersToKill).toEqual([]);
+  });
+
   test('in progress while a running container differs from its allocation', () => {
     const p = pod({ a: { requests: { cpu: '100m' } } });
     expect(resizeInProgress(p, () => true, () => ({ requests: { cpu: '200m' } }))).toBe(true);
