@@ -23,8 +23,20 @@ beforeAll(async () => {
   await waitFor('the default ServiceAccount', () => kubectl.get('serviceaccount', 'default').catch(() => undefined), 60_000, 500);
 }, 90_000);
 
-async function createPod(name: string, yaml: string): Promise<V1Pod> {
-  expect(await kubectl.fromFile('create', `${name}.yaml`, yaml)).toBe(`pod/${name} created`);
+/** A container that sleeps, with more fields (resources, resizePolicy). */
+function sleeper(name: string, fields: object): object {
+  return { name, image: busybox, imagePullPolicy: 'IfNotPresent', command: ['sleep', '3600'], ...fields };
+}
+
+/** `kubectl create` of a pod (JSON is YAML), quick to delete. */
+async function create(name: string, spec: object): Promise<void> {
+  const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name }, spec: { terminationGracePeriodSeconds: 1, ...spec } };
+  expect(await kubectl.fromFile('create', `${name}.yaml`, JSON.stringify(pod))).toBe(`pod/${name} created`);
+}
+
+/** A pod of one sleeping container `main` with these fields, once it runs. */
+async function createPod(name: string, main: object): Promise<V1Pod> {
+  await create(name, { containers: [sleeper('main', main)] });
   return waitForPod(name, 'Running', (p) => p.status?.phase === 'Running' && !!p.status.containerStatuses?.[0]?.state?.running, 90_000);
 }
 
@@ -54,20 +66,7 @@ async function podEvents(name: string): Promise<CoreV1Event[]> {
 }
 
 test('kubectl patch --subresource resize changes the running container and the pod cgroup in place, and the status reports it', async () => {
-  const before = await createPod('resize-cpu-mem', `apiVersion: v1
-kind: Pod
-metadata: {name: resize-cpu-mem}
-spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: main
-    image: ${busybox}
-    imagePullPolicy: IfNotPresent
-    command: ["sleep", "3600"]
-    resources:
-      requests: {cpu: 100m, memory: 64Mi}
-      limits: {cpu: 200m, memory: 128Mi}
-`);
+  const before = await createPod('resize-cpu-mem', { resources: { requests: { cpu: '100m', memory: '64Mi' }, limits: { cpu: '200m', memory: '128Mi' } } });
   expect(before.spec!.nodeName).toBe(testNode);
   expect(before.status!.containerStatuses![0]).toMatchObject({
     allocatedResources: { cpu: '100m', memory: '64Mi' },
@@ -104,36 +103,12 @@ spec:
 test('a resize that does not fit is Deferred with the node admission message, done once room appears; RestartContainer restarts', async () => {
   const node = await kubectl.get<V1Node>('node', testNode);
   const allocatable = Number((node.status!.allocatable!.cpu as string).replace(/m$/, '')) * ((node.status!.allocatable!.cpu as string).endsWith('m') ? 1 : 1000);
-  const pod = await createPod('resize-deferred', `apiVersion: v1
-kind: Pod
-metadata: {name: resize-deferred}
-spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: main
-    image: ${busybox}
-    imagePullPolicy: IfNotPresent
-    command: ["sleep", "3600"]
-    resizePolicy:
-    - {resourceName: memory, restartPolicy: RestartContainer}
-    resources:
-      requests: {cpu: 100m, memory: 32Mi}
-      limits: {memory: 64Mi}
-`);
+  const pod = await createPod('resize-deferred', {
+    resizePolicy: [{ resourceName: 'memory', restartPolicy: 'RestartContainer' }],
+    resources: { requests: { cpu: '100m', memory: '32Mi' }, limits: { memory: '64Mi' } },
+  });
   const filler = Math.floor(allocatable / 2);
-  await createPod('resize-filler', `apiVersion: v1
-kind: Pod
-metadata: {name: resize-filler}
-spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: main
-    image: ${busybox}
-    imagePullPolicy: IfNotPresent
-    command: ["sleep", "3600"]
-    resources:
-      requests: {cpu: ${filler}m}
-`);
+  await createPod('resize-filler', { resources: { requests: { cpu: `${filler}m` } } });
   // More than is left next to the filler, less than the node has (the API server refuses more than allocatable).
   const wanted = allocatable - filler + 100;
   await resize('resize-deferred', 'main', { requests: { cpu: `${wanted}m`, memory: '32Mi' }, limits: { memory: '64Mi' } });
@@ -170,20 +145,7 @@ function updateCalls(containerID: string): number {
 
 test('the allocation and what was applied survive a restart of nodelet: nothing is undone or applied twice; a resize made while it was down is applied at start', async () => {
   const { agent } = cluster;
-  await createPod('resize-restart', `apiVersion: v1
-kind: Pod
-metadata: {name: resize-restart}
-spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: main
-    image: ${busybox}
-    imagePullPolicy: IfNotPresent
-    command: ["sleep", "3600"]
-    resources:
-      requests: {cpu: 100m, memory: 32Mi}
-      limits: {cpu: 200m, memory: 64Mi}
-`);
+  await createPod('resize-restart', { resources: { requests: { cpu: '100m', memory: '32Mi' }, limits: { cpu: '200m', memory: '64Mi' } } });
   await resize('resize-restart', 'main', { requests: { cpu: '100m', memory: '32Mi' }, limits: { cpu: '300m', memory: '64Mi' } });
   const first = await waitForPod('resize-restart', 'resized', resized(2));
   const containerID = first.status!.containerStatuses![0]!.containerID!;
@@ -213,25 +175,10 @@ spec:
 test('the node declares InPlacePodVerticalScalingInitContainers, and a running init container (not a sidecar) is resized in place', async () => {
   const node = await kubectl.get<V1Node>('node', testNode);
   expect((node.status as { declaredFeatures?: string[] }).declaredFeatures).toEqual(['InPlacePodVerticalScalingInitContainers']);
-  expect(await kubectl.fromFile('create', 'resize-init.yaml', `apiVersion: v1
-kind: Pod
-metadata: {name: resize-init}
-spec:
-  terminationGracePeriodSeconds: 1
-  initContainers:
-  - name: setup
-    image: ${busybox}
-    imagePullPolicy: IfNotPresent
-    command: ["sleep", "3600"]
-    resources:
-      requests: {cpu: 100m, memory: 32Mi}
-      limits: {cpu: 200m, memory: 64Mi}
-  containers:
-  - name: main
-    image: ${busybox}
-    imagePullPolicy: IfNotPresent
-    command: ["sleep", "3600"]
-`)).toBe('pod/resize-init created');
+  await create('resize-init', {
+    initContainers: [sleeper('setup', { resources: { requests: { cpu: '100m', memory: '32Mi' }, limits: { cpu: '200m', memory: '64Mi' } } })],
+    containers: [sleeper('main', {})],
+  });
   const before = await waitForPod('resize-init', 'init container running', (p) => !!p.status?.initContainerStatuses?.[0]?.state?.running);
   const patch = { spec: { initContainers: [{ name: 'setup', resources: { requests: { cpu: '100m', memory: '32Mi' }, limits: { cpu: '400m', memory: '96Mi' } } }] } };
   expect(await kubectl.run('patch', 'pod', 'resize-init', '--subresource', 'resize', '--type=strategic', '-p', JSON.stringify(patch))).toBe('pod/resize-init patched');
