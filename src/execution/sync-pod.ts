@@ -31,6 +31,7 @@ import {
 } from './runtime-config.js';
 import { stepFailed, SyncError, type StepResult } from '../core/sync-result.js';
 import { volumeFailureResults, type PodVolumeManager } from '../volume/pod-volumes.js';
+import { imageVolumeFailures, imageVolumeSpec, type ImageVolumePull, type ImageVolumePulls } from '../volume/image-volumes.js';
 import type { ContainerTypeLabel, NodeMetrics } from '../core/metrics.js';
 
 export interface SyncDeps {
@@ -203,6 +204,7 @@ async function startContainer(
   state: PodRuntimeState,
   sandboxId: string,
   sandboxConfig: PodSandboxConfig,
+  imageVolumes: ImageVolumePulls,
   log: Logger,
   signal?: AbortSignal,
 ): Promise<StepResult> {
@@ -218,6 +220,12 @@ async function startContainer(
   // As kubelet: every start after an exit advances the container's back-off, reset if it ran long enough.
   const exited = lastExited(state, spec.name);
   if (exited) deps.crashBackoff.next(crashBackoffKey(pod, spec.name), deps.clock.now(), exited.finishedAt);
+  const volumeFailures = imageVolumeFailures(spec, imageVolumes);
+  if (volumeFailures) {
+    // As kubelet: a Failed event per mount of an image volume that could not be pulled, the start failing with the last.
+    for (const err of volumeFailures) deps.events.event(ref, 'Warning', 'Failed', `Error: ${err.code}`);
+    return stepFailed('StartContainer', spec.name, volumeFailures[volumeFailures.length - 1], 'ErrImagePull');
+  }
   let image: EnsuredImage;
   try {
     image = await deps.images.ensureImage(pod, spec, sandboxConfig, clog, signal);
@@ -237,7 +245,7 @@ async function startContainer(
       ...(deps.apiObjects ? { objects: deps.apiObjects } : {}),
       ...(signal ? { signal } : {}),
     });
-    const mounts = await deps.volumes.containerMounts(pod, spec, env, signal);
+    const mounts = await deps.volumes.containerMounts(pod, spec, env, imageVolumes, signal);
     if (mountsManagedHosts(pod, spec, podIPs)) {
       const nodeHosts = pod.spec?.hostNetwork ? await deps.files.readHead(etcHostsPath, maxHostsFileBytes) : '';
       const content = managedHostsContent(pod, podIPs, deps.node.dns.clusterDomain, nodeHosts);
@@ -318,6 +326,24 @@ function ephemeralTargetId(pod: V1Pod, spec: V1Container, state: PodRuntimeState
   const instance = latestContainer(state, target);
   if (!instance) throw new SyncError('CreateContainerConfigError', `unable to find target container ${target}`);
   return instance.id;
+}
+
+/**
+ * The pod's image volumes made present per their pullPolicy, as kubelet's getImageVolumes before it starts any container:
+ * each volume's image to mount or why its pull failed (which fails only the containers mounting it).
+ */
+async function pullImageVolumes(deps: SyncDeps, pod: V1Pod, sandboxConfig: PodSandboxConfig, log: Logger, signal?: AbortSignal): Promise<ImageVolumePulls> {
+  const pulls = new Map<string, ImageVolumePull>();
+  for (const volume of pod.spec?.volumes ?? []) {
+    if (!volume.image) continue;
+    try {
+      pulls.set(volume.name, { image: imageVolumeSpec(await deps.images.ensureVolumeImage(pod, volume, sandboxConfig, log, signal), pod) });
+    } catch (err) {
+      // As a container's own image: a failure without kubelet's reason reads as ErrImagePull.
+      pulls.set(volume.name, { error: err instanceof SyncError ? err : new SyncError('ErrImagePull', (err as Error).message, { cause: err }) });
+    }
+  }
+  return pulls;
 }
 
 /** kubelet's FailedMount events: one per volume that could not be set up. */
@@ -401,23 +427,24 @@ export async function executePodActions(
   }
 
   const sandboxConfig = buildSandboxConfig(pod, attempt, deps.node);
+  const imageVolumes = starting.length > 0 ? await pullImageVolumes(deps, pod, sandboxConfig, log, signal) : new Map<string, ImageVolumePull>();
   // As kubelet: ephemeral containers before init containers, so a debug container starts even while initialization
   // fails; one that fails does not hold the others back.
   const ephemeral = ephemeralContainers(pod);
   for (const start of actions.ephemeralContainersToStart) {
-    results.push(await startContainer(deps, pod, ephemeral[start.specIndex]!, 'ephemeral_container', start, state, sandboxId, sandboxConfig, log, signal));
+    results.push(await startContainer(deps, pod, ephemeral[start.specIndex]!, 'ephemeral_container', start, state, sandboxId, sandboxConfig, imageVolumes, log, signal));
   }
   const inits = pod.spec?.initContainers ?? [];
   for (const start of actions.initContainersToStart) {
     const spec = inits[start.specIndex]!;
-    const result = await startContainer(deps, pod, spec, 'init_container', start, state, sandboxId, sandboxConfig, log, signal);
+    const result = await startContainer(deps, pod, spec, 'init_container', start, state, sandboxId, sandboxConfig, imageVolumes, log, signal);
     results.push(result);
     // An init container that cannot start stops initialization; a sidecar that cannot does not.
     if (result.error && !isRestartableInitContainer(spec)) return results;
   }
   const specs = pod.spec?.containers ?? [];
   for (const start of actions.containersToStart) {
-    results.push(await startContainer(deps, pod, specs[start.specIndex]!, 'container', start, state, sandboxId, sandboxConfig, log, signal));
+    results.push(await startContainer(deps, pod, specs[start.specIndex]!, 'container', start, state, sandboxId, sandboxConfig, imageVolumes, log, signal));
   }
   return results;
 }

@@ -69,7 +69,7 @@ test('mountPropagation: kubelet\'s translation, Bidirectional only when privileg
 
 test('containerMounts: host paths, readOnly (always for downwardAPI), propagation', async () => {
   const p = pod('u1');
-  const mounts = await volumes.containerMounts(p, p.spec!.containers[0]!, new Map());
+  const mounts = await volumes.containerMounts(p, p.spec!.containers[0]!, new Map(), new Map());
   expect(mounts).toEqual([
     { containerPath: '/cache', hostPath: join(root, 'pods/u1/volumes/kubernetes.io~empty-dir/cache'), readonly: false, propagation: 'PROPAGATION_PRIVATE' },
     { containerPath: '/srv', hostPath: host, readonly: true, propagation: 'PROPAGATION_HOST_TO_CONTAINER' },
@@ -85,7 +85,7 @@ test.each([
 ])('containerMounts refuses %j with CreateContainerConfigError', async (mount, message) => {
   const p = pod('u1');
   p.spec!.containers[0]!.volumeMounts = [mount];
-  const err = await volumes.containerMounts(p, p.spec!.containers[0]!, new Map()).catch((e: unknown) => e);
+  const err = await volumes.containerMounts(p, p.spec!.containers[0]!, new Map(), new Map()).catch((e: unknown) => e);
   expect(err).toBeInstanceOf(SyncError);
   expect((err as SyncError).code).toBe('CreateContainerConfigError');
   expect((err as SyncError).message).toBe(message);
