@@ -77,6 +77,35 @@ test('containerMounts: host paths, readOnly (always for downwardAPI), propagatio
   ]);
 });
 
+test('containerMounts: an image volume names the pulled image, read-only whatever the mount says, its subPath as image_sub_path; set-up makes nothing', async () => {
+  const image = { image: `sha256:${'a'.repeat(64)}`, annotations: {} };
+  const p = pod('u3', {
+    volumes: [{ name: 'img', image: { reference: 'registry.example/data:1', pullPolicy: 'IfNotPresent' } }],
+    containers: [
+      {
+        name: 'app',
+        image: 'busybox',
+        env: [{ name: 'DIR', value: 'dir' }],
+        volumeMounts: [
+          { name: 'img', mountPath: '/img', readOnly: false },
+          { name: 'img', mountPath: 'sub', subPathExpr: '$(DIR)', mountPropagation: 'HostToContainer' },
+        ],
+      },
+    ],
+  });
+  await volumes.setUp(p, log);
+  expect(existsSync(join(root, 'pods/u3/volumes/kubernetes.io~empty-dir/img'))).toBe(false);
+  const mounts = await volumes.containerMounts(p, p.spec!.containers[0]!, new Map([['DIR', 'dir']]), new Map([['img', { image }]]));
+  expect(mounts).toEqual([
+    { containerPath: '/img', hostPath: '', image, readonly: true, propagation: 'PROPAGATION_PRIVATE' },
+    { containerPath: '/sub', hostPath: '', image, imageSubPath: 'dir', readonly: true, propagation: 'PROPAGATION_HOST_TO_CONTAINER' },
+  ]);
+  // kubelet's subPath checks hold for image volumes too.
+  p.spec!.containers[0]!.volumeMounts = [{ name: 'img', mountPath: '/x', subPath: 'a/../../b' }];
+  const err = await volumes.containerMounts(p, p.spec!.containers[0]!, new Map(), new Map([['img', { image }]])).catch((e: unknown) => e);
+  expect(err).toMatchObject({ code: 'CreateContainerConfigError', message: "unable to provision SubPath `a/../../b`: must not contain '..' (pod default/web-node, container \"app\", field spec.containers[0].volumeMounts[0].subPath)" });
+});
+
 test.each([
   [{ name: 'nope', mountPath: '/x' }, 'cannot find volume "nope" to mount into container "app" (pod default/web-node, container "app", field spec.containers[0].volumeMounts[0].name)'],
   [{ name: 'cache', mountPath: '/x', subPath: '/abs' }, 'error SubPath `/abs` must not be an absolute path (pod default/web-node, container "app", field spec.containers[0].volumeMounts[0].subPath)'],
