@@ -360,7 +360,8 @@ const postStartTimeoutSeconds = 600;
  *  2. kill the containers marked for killing;
  *  3. set up the pod's volumes when anything is to start; a failure ends the sync (a MountVolume result per
  *     failed volume; the containers keep waiting), as kubelet starts nothing before WaitForAttachAndMount succeeds;
- *  4. create the sandbox when asked; a failure ends the sync;
+ *  4. create the sandbox when asked; a failure ends the sync; then, when anything is to start, pull the image volumes'
+ *     images (a failed pull fails only the containers mounting that volume, with its reason);
  *  5. start the ephemeral containers to start (a failure is recorded, the others still start);
  *  6. start the init containers to start, in order; an init container (not a sidecar) that fails ends the sync;
  *  7. start the containers in spec order (image, create, start). As kubelet does, a container
