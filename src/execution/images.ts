@@ -1,4 +1,4 @@
-// Makes a container's image present per its imagePullPolicy, with kubelet's pull back-off and reasons.
+// Makes a container's image (or an image volume's) present per its pull policy, with kubelet's pull back-off and reasons.
 import type { V1Container, V1Pod, V1Volume } from '@kubernetes/client-node';
 import type { EventRecorder, PodEventRef } from '../core/events.js';
 import type { AuthConfig, Image, ImageService, PodSandboxConfig } from '../cri/types.js';

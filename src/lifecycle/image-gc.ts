@@ -1,9 +1,9 @@
 // kubelet's image garbage collection (realImageGCManager and the kubelet's loop around it): every period, the images
-// the runtime lists are recorded (first detected, last used by any container or image volume mounted in one, size); images unused for longer than
-// imageMaximumGCAge are removed; when the image filesystem is at imageGCHighThresholdPercent or more, unused images are
-// removed least recently used first down to imageGCLowThresholdPercent, none detected less than imageMinimumGCAge ago,
-// none in use, none pinned, never the sandbox image. Not enough to remove is a FreeDiskSpaceFailed event, and twice in a
-// row an ImageGCFailed event, as kubelet.
+// the runtime lists are recorded (first detected, last used by any container or as an image volume mounted in one,
+// size); images unused for longer than imageMaximumGCAge are removed; when the image filesystem is at
+// imageGCHighThresholdPercent or more, unused images are removed least recently used first down to
+// imageGCLowThresholdPercent, none detected less than imageMinimumGCAge ago, none in use, none pinned, never the sandbox
+// image. Not enough to remove is a FreeDiskSpaceFailed event, and twice in a row an ImageGCFailed event, as kubelet.
 import type { Clock } from '../core/clock.js';
 import type { EventRecorder } from '../core/events.js';
 import type { Logger } from '../core/log.js';

@@ -220,7 +220,8 @@ function validateResourceFieldRef(ref: unknown, path: string, errs: FieldError[]
 
 /**
  * validateImageVolumeSource: a reference (its format is not checked: a bad one fails the pull with InvalidImageName) and
- * a pull policy; the decoder's defaulting has filled an unset or empty one by then.
+ * a pull policy; an unset or empty one is defaulted (SetDefaults_Volume) before the apiserver validates, so only another
+ * value is refused.
  */
 function validateImage(source: unknown, path: string, errs: FieldError[]): void {
   if (!isObject(source)) {
