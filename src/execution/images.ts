@@ -5,7 +5,7 @@ import type { AuthConfig, Image, ImageService, PodSandboxConfig } from '../cri/t
 import type { Logger } from '../core/log.js';
 import type { ApiObjectSource } from '../core/api-objects.js';
 import { keyringFromSecrets, lookupCredentials } from '../decisions/pull-credentials.js';
-import { defaultImagePullPolicy, InvalidImageReferenceError, parseImageReference } from '../core/image-reference.js';
+import { defaultImagePullPolicy, imageNameError } from '../core/image-reference.js';
 import type { Backoff } from '../decisions/backoff.js';
 import type { ImageUser } from './security-context.js';
 import { aggregateMessage, SyncError } from '../core/sync-result.js';
@@ -200,12 +200,10 @@ export class ImageManager {
 
   /** kubelet's EnsureImageExists: the image present per `policy`, the events recorded about `ref`. */
   private async ensure(pod: V1Pod, image: string, policy: string, ref: PodEventRef, sandboxConfig: PodSandboxConfig, log: Logger, signal?: AbortSignal): Promise<EnsuredImage> {
-    try {
-      // kubelet's applyDefaultImageTag; only an image volume's reference can fail it (validation checks container images).
-      parseImageReference(image);
-    } catch (err) {
-      if (!(err instanceof InvalidImageReferenceError)) throw err;
-      const message = `Failed to apply default image tag "${image}": ${err.message}`;
+    // kubelet's applyDefaultImageTag; only an image volume's reference can fail it (validation checks container images).
+    const nameError = imageNameError(image);
+    if (nameError !== undefined) {
+      const message = `Failed to apply default image tag "${image}": couldn't parse image name "${image}": ${nameError}`;
       this.events.event(ref, 'Warning', 'InspectFailed', message);
       throw new SyncError('InvalidImageName', message);
     }

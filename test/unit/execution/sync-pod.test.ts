@@ -333,12 +333,12 @@ const cases: Case[] = [
     name: 'step 6: an image volume whose reference is no image name: InvalidImageName, nothing pulled',
     fresh: true,
     pod: (p) => {
-      p.spec!.volumes = [{ name: 'bad', image: { reference: 'Not A Name', pullPolicy: 'IfNotPresent' } }];
+      p.spec!.volumes = [{ name: 'bad', image: { reference: 'not a name', pullPolicy: 'IfNotPresent' } }];
       p.spec!.containers[0]!.volumeMounts = [{ name: 'bad', mountPath: '/a' }];
     },
     calls: ['runPodSandbox attempt=0', ...startBoth.slice(2)],
     results: ['CreatePodSandbox sandbox#0', 'StartContainer app: InvalidImageName', 'StartContainer sidecar'],
-    events: ['InspectFailed: Failed to apply default image tag "Not A Name": invalid reference format', 'Failed app: Error: InvalidImageName'],
+    events: ['InspectFailed: Failed to apply default image tag "not a name": couldn\'t parse image name "not a name": invalid reference format', 'Failed app: Error: InvalidImageName'],
   },
   {
     name: 'step 6: CreateContainer fails: CreateContainerError, the next container is still started',
