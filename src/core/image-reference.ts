@@ -65,14 +65,35 @@ export function parseImageReference(ref: string): ImageReference {
   }
   if (digest !== undefined) validateDigest(ref, digest);
 
-  let { domain, path } = splitDomain(name);
-  if (domain === legacyDefaultDomain) domain = defaultDomain;
-  if (domain === defaultDomain && !path.includes('/')) path = officialRepoPrefix + path;
-
-  const parsed: ImageReference = { domain, path };
+  const parsed: ImageReference = normalizedName(name);
   if (tag !== undefined) parsed.tag = tag;
   if (digest !== undefined) parsed.digest = digest;
   return parsed;
+}
+
+/** distribution's splitDockerDomain: the registry (docker.io by default) and the path, official images under library/. */
+function normalizedName(name: string): { domain: string; path: string } {
+  let { domain, path } = splitDomain(name);
+  if (domain === legacyDefaultDomain) domain = defaultDomain;
+  if (domain === defaultDomain && !path.includes('/')) path = officialRepoPrefix + path;
+  return { domain, path };
+}
+
+/**
+ * Why kubelet's ParseImageName (distribution's ParseNormalizedNamed) refuses a reference, in its words; undefined when
+ * it is an image name. Container images are validated before; an image volume's reference is not.
+ */
+export function imageNameError(ref: string): string | undefined {
+  if (/^[a-f0-9]{64}$/.test(ref)) return `invalid repository name (${ref}), cannot specify 64-byte hexadecimal strings`;
+  const remote = normalizedName(ref).path.split(':')[0]!;
+  if (remote.toLowerCase() !== remote) return `invalid reference format: repository name (${remote}) must be lowercase`;
+  try {
+    parseImageReference(ref);
+    return undefined;
+  } catch (err) {
+    if (!(err instanceof InvalidImageReferenceError)) throw err;
+    return err.message;
+  }
 }
 
 /** The first component names a registry only if it looks like a host: has a dot or port, is localhost, or has capitals. */

@@ -9,6 +9,8 @@ export type SyncErrorCode =
   | 'ErrImagePull'
   | 'ImagePullBackOff'
   | 'ErrImageNeverPull'
+  /** An image volume's reference that is no image name (the API server checks only container images). */
+  | 'InvalidImageName'
   | 'CreateContainerConfigError'
   | 'CreateContainerError'
   | 'RunContainerError'

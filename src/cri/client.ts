@@ -358,7 +358,7 @@ export class CriClient implements RuntimeService, ImageService, StreamingService
       message: s.message,
       labels: s.labels,
       annotations: s.annotations,
-      mounts: s.mounts,
+      mounts: s.mounts.map(fromWireMount),
       logPath: s.logPath,
       ...(s.user?.linux
         ? { user: { uid: Number(s.user.linux.uid), gid: Number(s.user.linux.gid), supplementalGroups: s.user.linux.supplementalGroups.map(Number) } }
@@ -591,7 +591,7 @@ interface WireContainerStatusResponse {
         exitCode: number;
         reason: string;
         message: string;
-        mounts: Mount[];
+        mounts: WireMount[];
         logPath: string;
         user: { linux: { uid: Int64; gid: Int64; supplementalGroups: Int64[] } | null } | null;
         resources: { linux: WireLinuxContainerResources | null } | null;
@@ -647,6 +647,13 @@ function containerMetadata(m: { name: string; attempt: number } | null): { name:
 
 function imageSpec(s: { image: string; annotations: KeyValueMap } | null): ImageSpec {
   return s ?? { image: '', annotations: {} };
+}
+
+/** A mount as proto-loader gives it: an unset image is null, an unset sub path ''. */
+type WireMount = Omit<Mount, 'image' | 'imageSubPath'> & { image: { image: string; annotations: KeyValueMap } | null; imageSubPath: string };
+
+function fromWireMount({ image, imageSubPath, ...m }: WireMount): Mount {
+  return { ...m, ...(image ? { image } : {}), ...(imageSubPath ? { imageSubPath } : {}) };
 }
 
 function fromWireImage(i: WireImage): Image {

@@ -124,12 +124,17 @@ export type MountPropagation = 'PROPAGATION_PRIVATE' | 'PROPAGATION_HOST_TO_CONT
 
 export interface Mount {
   containerPath: string;
+  /** '' for an image mount. */
   hostPath: string;
   readonly?: boolean;
   selinuxRelabel?: boolean;
   propagation?: MountPropagation;
   /** Submounts read-only too (needs readonly and the handler's recursive_read_only_mounts). */
   recursiveReadOnly?: boolean;
+  /** An image volume: the image (by the ID its pull returned) the runtime mounts read-only itself. */
+  image?: ImageSpec;
+  /** A directory inside `image` mounted instead of its root. */
+  imageSubPath?: string;
 }
 
 export interface LinuxContainerResources {

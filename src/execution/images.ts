@@ -1,11 +1,11 @@
-// Makes a container's image present per its imagePullPolicy, with kubelet's pull back-off and reasons.
-import type { V1Container, V1Pod } from '@kubernetes/client-node';
-import type { EventRecorder } from '../core/events.js';
+// Makes a container's image (or an image volume's) present per its pull policy, with kubelet's pull back-off and reasons.
+import type { V1Container, V1Pod, V1Volume } from '@kubernetes/client-node';
+import type { EventRecorder, PodEventRef } from '../core/events.js';
 import type { AuthConfig, Image, ImageService, PodSandboxConfig } from '../cri/types.js';
 import type { Logger } from '../core/log.js';
 import type { ApiObjectSource } from '../core/api-objects.js';
 import { keyringFromSecrets, lookupCredentials } from '../decisions/pull-credentials.js';
-import { defaultImagePullPolicy } from '../core/image-reference.js';
+import { defaultImagePullPolicy, imageNameError } from '../core/image-reference.js';
 import type { Backoff } from '../decisions/backoff.js';
 import type { ImageUser } from './security-context.js';
 import { aggregateMessage, SyncError } from '../core/sync-result.js';
@@ -184,10 +184,29 @@ export class ImageManager {
   }
 
   /** Returns the image to run, or throws a SyncError with kubelet's reason. */
-  async ensureImage(pod: V1Pod, container: V1Container, sandboxConfig: PodSandboxConfig, log: Logger, signal?: AbortSignal): Promise<EnsuredImage> {
-    const image = container.image ?? '';
-    const ref = { pod, containerName: container.name };
-    const policy = effectivePullPolicy(container);
+  ensureImage(pod: V1Pod, container: V1Container, sandboxConfig: PodSandboxConfig, log: Logger, signal?: AbortSignal): Promise<EnsuredImage> {
+    return this.ensure(pod, container.image ?? '', effectivePullPolicy(container), { pod, containerName: container.name }, sandboxConfig, log, signal);
+  }
+
+  /**
+   * Makes an image volume's image present per its pullPolicy (kubelet's getImageVolumes): the same pull, back-off and
+   * events as a container's image, the events about the pod. Returns the runtime's image reference (the image's ID).
+   */
+  async ensureVolumeImage(pod: V1Pod, volume: V1Volume, sandboxConfig: PodSandboxConfig, log: Logger, signal?: AbortSignal): Promise<string> {
+    const reference = volume.image?.reference ?? '';
+    const policy = volume.image?.pullPolicy || defaultImagePullPolicy(reference);
+    return (await this.ensure(pod, reference, policy, { pod }, sandboxConfig, log.child({ volume: volume.name }), signal)).ref;
+  }
+
+  /** kubelet's EnsureImageExists: the image present per `policy`, the events recorded about `ref`. */
+  private async ensure(pod: V1Pod, image: string, policy: string, ref: PodEventRef, sandboxConfig: PodSandboxConfig, log: Logger, signal?: AbortSignal): Promise<EnsuredImage> {
+    // kubelet's applyDefaultImageTag; only an image volume's reference can fail it (validation checks container images).
+    const nameError = imageNameError(image);
+    if (nameError !== undefined) {
+      const message = `Failed to apply default image tag "${image}": couldn't parse image name "${image}": ${nameError}`;
+      this.events.event(ref, 'Warning', 'InspectFailed', message);
+      throw new SyncError('InvalidImageName', message);
+    }
     if (policy !== 'Always') {
       const present = await this.images.imageStatus(image, { signal });
       if (present) {

@@ -33,6 +33,7 @@ import {
 import { stepFailed, SyncError, type StepResult } from '../core/sync-result.js';
 import { volumeFailureResults, type PodVolumeManager } from '../volume/pod-volumes.js';
 import { handlerSupportsRecursiveReadOnly } from '../volume/recursive-read-only.js';
+import { imageVolumeFailures, imageVolumeSpec, type ImageVolumePull, type ImageVolumePulls } from '../volume/image-volumes.js';
 import type { ContainerTypeLabel, NodeMetrics } from '../core/metrics.js';
 import { resizePod, type PodMemoryUsage } from './resize.js';
 import type { PodResourcesState } from '../host/pod-resources-state.js';
@@ -216,6 +217,7 @@ async function startContainer(
   state: PodRuntimeState,
   sandboxId: string,
   sandboxConfig: PodSandboxConfig,
+  imageVolumes: ImageVolumePulls,
   log: Logger,
   signal?: AbortSignal,
 ): Promise<StepResult> {
@@ -231,6 +233,12 @@ async function startContainer(
   // As kubelet: every start after an exit advances the container's back-off, reset if it ran long enough.
   const exited = lastExited(state, spec.name);
   if (exited) deps.crashBackoff.next(crashBackoffKey(pod, spec.name), deps.clock.now(), exited.finishedAt);
+  const volumeFailures = imageVolumeFailures(spec, imageVolumes);
+  if (volumeFailures) {
+    // As kubelet: a Failed event per mount of an image volume that could not be pulled, the start failing with the last.
+    for (const err of volumeFailures) deps.events.event(ref, 'Warning', 'Failed', `Error: ${err.code}`);
+    return stepFailed('StartContainer', spec.name, volumeFailures[volumeFailures.length - 1], 'ErrImagePull');
+  }
   let image: EnsuredImage;
   try {
     image = await deps.images.ensureImage(pod, spec, sandboxConfig, clog, signal);
@@ -250,7 +258,7 @@ async function startContainer(
       ...(deps.apiObjects ? { objects: deps.apiObjects } : {}),
       ...(signal ? { signal } : {}),
     });
-    const mounts = await deps.volumes.containerMounts(pod, spec, env, signal, handlerSupportsRecursiveReadOnly(deps.runtimeHandlers?.()));
+    const mounts = await deps.volumes.containerMounts(pod, spec, env, imageVolumes, signal, handlerSupportsRecursiveReadOnly(deps.runtimeHandlers?.()));
     if (mountsManagedHosts(pod, spec, podIPs)) {
       const nodeHosts = pod.spec?.hostNetwork ? await deps.files.readHead(etcHostsPath, maxHostsFileBytes) : '';
       const content = managedHostsContent(pod, podIPs, deps.node.dns.clusterDomain, nodeHosts);
@@ -335,6 +343,24 @@ function ephemeralTargetId(pod: V1Pod, spec: V1Container, state: PodRuntimeState
   return instance.id;
 }
 
+/**
+ * The pod's image volumes made present per their pullPolicy, as kubelet's getImageVolumes before it starts any container:
+ * each volume's image to mount or why its pull failed (which fails only the containers mounting it).
+ */
+async function pullImageVolumes(deps: SyncDeps, pod: V1Pod, sandboxConfig: PodSandboxConfig, log: Logger, signal?: AbortSignal): Promise<ImageVolumePulls> {
+  const pulls = new Map<string, ImageVolumePull>();
+  for (const volume of pod.spec?.volumes ?? []) {
+    if (!volume.image) continue;
+    try {
+      pulls.set(volume.name, { image: imageVolumeSpec(await deps.images.ensureVolumeImage(pod, volume, sandboxConfig, log, signal), pod) });
+    } catch (err) {
+      // As a container's own image: a failure without kubelet's reason reads as ErrImagePull.
+      pulls.set(volume.name, { error: err instanceof SyncError ? err : new SyncError('ErrImagePull', (err as Error).message, { cause: err }) });
+    }
+  }
+  return pulls;
+}
+
 /** kubelet's FailedMount events: one per volume that could not be set up. */
 export function recordMountFailures(deps: Pick<SyncDeps, 'events'>, pod: V1Pod, err: unknown): void {
   for (const r of volumeFailureResults(err)) deps.events.event({ pod }, 'Warning', 'FailedMount', r.error!.message);
@@ -349,7 +375,8 @@ const postStartTimeoutSeconds = 600;
  *  2. kill the containers marked for killing;
  *  3. set up the pod's volumes when anything is to start; a failure ends the sync (a MountVolume result per
  *     failed volume; the containers keep waiting), as kubelet starts nothing before WaitForAttachAndMount succeeds;
- *  4. create the sandbox when asked; a failure ends the sync;
+ *  4. create the sandbox when asked; a failure ends the sync; then, when anything is to start, pull the image volumes'
+ *     images (a failed pull fails only the containers mounting that volume, with its reason);
  *  5. start the ephemeral containers to start (a failure is recorded, the others still start);
  *  6. start the init containers to start, in order; an init container (not a sidecar) that fails ends the sync;
  *  7. start the containers in spec order (image, create, start). As kubelet does, a container
@@ -416,16 +443,17 @@ export async function executePodActions(
   }
 
   const sandboxConfig = buildSandboxConfig(pod, attempt, deps.node);
+  const imageVolumes = starting.length > 0 ? await pullImageVolumes(deps, pod, sandboxConfig, log, signal) : new Map<string, ImageVolumePull>();
   // As kubelet: ephemeral containers before init containers, so a debug container starts even while initialization
   // fails; one that fails does not hold the others back.
   const ephemeral = ephemeralContainers(pod);
   for (const start of actions.ephemeralContainersToStart) {
-    results.push(await startContainer(deps, pod, ephemeral[start.specIndex]!, 'ephemeral_container', start, state, sandboxId, sandboxConfig, log, signal));
+    results.push(await startContainer(deps, pod, ephemeral[start.specIndex]!, 'ephemeral_container', start, state, sandboxId, sandboxConfig, imageVolumes, log, signal));
   }
   const inits = pod.spec?.initContainers ?? [];
   for (const start of actions.initContainersToStart) {
     const spec = inits[start.specIndex]!;
-    const result = await startContainer(deps, pod, spec, 'init_container', start, state, sandboxId, sandboxConfig, log, signal);
+    const result = await startContainer(deps, pod, spec, 'init_container', start, state, sandboxId, sandboxConfig, imageVolumes, log, signal);
     results.push(result);
     // An init container that cannot start stops initialization; a sidecar that cannot does not.
     if (result.error && !isRestartableInitContainer(spec)) return results;
@@ -452,7 +480,7 @@ export async function executePodActions(
   }
   const specs = pod.spec?.containers ?? [];
   for (const start of actions.containersToStart) {
-    results.push(await startContainer(deps, pod, specs[start.specIndex]!, 'container', start, state, sandboxId, sandboxConfig, log, signal));
+    results.push(await startContainer(deps, pod, specs[start.specIndex]!, 'container', start, state, sandboxId, sandboxConfig, imageVolumes, log, signal));
   }
   return results;
 }

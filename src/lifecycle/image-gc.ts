@@ -1,14 +1,15 @@
 // kubelet's image garbage collection (realImageGCManager and the kubelet's loop around it): every period, the images
-// the runtime lists are recorded (first detected, last used by any container, size); images unused for longer than
-// imageMaximumGCAge are removed; when the image filesystem is at imageGCHighThresholdPercent or more, unused images are
-// removed least recently used first down to imageGCLowThresholdPercent, none detected less than imageMinimumGCAge ago,
-// none in use, none pinned, never the sandbox image. Not enough to remove is a FreeDiskSpaceFailed event, and twice in a
-// row an ImageGCFailed event, as kubelet.
+// the runtime lists are recorded (first detected, last used by any container or as an image volume mounted in one,
+// size); images unused for longer than imageMaximumGCAge are removed; when the image filesystem is at
+// imageGCHighThresholdPercent or more, unused images are removed least recently used first down to
+// imageGCLowThresholdPercent, none detected less than imageMinimumGCAge ago, none in use, none pinned, never the sandbox
+// image. Not enough to remove is a FreeDiskSpaceFailed event, and twice in a row an ImageGCFailed event, as kubelet.
 import type { Clock } from '../core/clock.js';
 import type { EventRecorder } from '../core/events.js';
 import type { Logger } from '../core/log.js';
 import type { ImageService, RuntimeService, StatsService } from '../cri/types.js';
 import { aggregateMessage } from '../core/sync-result.js';
+import { isNotFound } from '../cri/errors.js';
 import {
   bytesToFree,
   detectImages,
@@ -24,7 +25,7 @@ import {
 export const defaultImageGCPeriodMs = 5 * 60_000;
 
 export interface ImageGCDeps {
-  runtime: Pick<ImageService, 'listImages' | 'removeImage' | 'imageStatus'> & Pick<RuntimeService, 'listContainers'> & Pick<StatsService, 'imageFsInfo'>;
+  runtime: Pick<ImageService, 'listImages' | 'removeImage' | 'imageStatus'> & Pick<RuntimeService, 'listContainers' | 'containerStatus'> & Pick<StatsService, 'imageFsInfo'>;
   /** The size and free space of the filesystem holding a path (statfs). */
   filesystem: (path: string) => Promise<{ capacityBytes: number; availableBytes: number } | undefined>;
   /** The runtime's sandbox image, never removed (containerd 1.6 does not pin it in CRI). */
@@ -79,11 +80,19 @@ export class ImageGCManager {
     }
   }
 
-  /** The images in use (by any container the runtime has, running or not), with the records brought up to date. */
+  /**
+   * The images in use by any container the runtime has, running or not: its own image and, as kubelet's handleImageVolumes,
+   * the images its status shows mounted as image volumes; with the records brought up to date.
+   */
   private async detect(now: number, signal?: AbortSignal): Promise<Set<string>> {
     const { runtime } = this.deps;
     const [images, containers, sandboxImage] = await Promise.all([runtime.listImages({ signal }), runtime.listContainers(undefined, { signal }), this.deps.sandboxImage()]);
     const inUse = new Set(containers.map((c) => c.imageRef));
+    for (const c of containers) {
+      // A container removed since the list mounts nothing any more; any other failure fails this collection, as kubelet's.
+      const status = await runtime.containerStatus(c.id, false, { signal }).catch((err: unknown) => (isNotFound(err) ? undefined : Promise.reject(err)));
+      for (const m of status?.mounts ?? []) if (m.image?.image) inUse.add(m.image.image);
+    }
     const sandbox = sandboxImage ? await runtime.imageStatus(sandboxImage, { signal }).catch(() => undefined) : undefined;
     this.records = detectImages(this.records, images.map((i) => ({ id: i.id, size: i.size, pinned: i.pinned === true || i.id === sandbox?.id })), inUse, now);
     return inUse;
@@ -99,7 +108,9 @@ export class ImageGCManager {
   async garbageCollect(signal?: AbortSignal): Promise<void> {
     const { policy, log, events } = this.deps;
     const now = this.deps.clock.now();
-    let candidates = evictionOrder(this.records, await this.detect(now, signal));
+    // Detected first: the candidates come from the records detect brings up to date.
+    const inUse = await this.detect(now, signal);
+    let candidates = evictionOrder(this.records, inUse);
     const old = tooLongUnused(candidates, now, this.began, policy.maxAgeMs);
     const oldErrors: string[] = [];
     for (const image of old) {

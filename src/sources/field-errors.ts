@@ -18,6 +18,9 @@ export function showValue(value: unknown): string {
   return JSON.stringify(value) ?? String(value);
 }
 
+/** The API's image pull policies (containers' imagePullPolicy, image volumes' pullPolicy). */
+export const pullPolicies = ['Always', 'IfNotPresent', 'Never'] as const;
+
 export const required = (field: string, detail = ''): FieldError => ({ field, message: detail ? `Required value: ${detail}` : 'Required value' });
 export const invalid = (field: string, value: unknown, detail: string): FieldError => ({
   field,

@@ -207,6 +207,8 @@ function applyStaticPodDefaults(doc: Record<string, unknown>, file: string, node
   spec.tolerations = withStaticPodToleration(spec.tolerations ?? []);
   for (const c of spec.initContainers ?? []) defaultContainer(c, spec.hostNetwork === true);
   for (const c of spec.containers) defaultContainer(c, spec.hostNetwork === true);
+  // SetDefaults_Volume: an image volume's pullPolicy as a container's imagePullPolicy.
+  for (const v of spec.volumes ?? []) if (v.image) v.image.pullPolicy ||= defaultImagePullPolicy(v.image.reference ?? '');
 
   pod.status = { phase: 'Pending' };
   return { apiVersion: 'v1', kind: 'Pod', metadata, spec, status: pod.status };

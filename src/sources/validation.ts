@@ -11,6 +11,7 @@ import {
   tooLong,
   isObject,
   notSupported,
+  pullPolicies,
   regexError,
   required,
   wrongType,
@@ -34,7 +35,6 @@ export function portNameErrors(name: string): string[] {
 }
 
 export const restartPolicies = ['Always', 'OnFailure', 'Never'] as const;
-export const pullPolicies = ['Always', 'IfNotPresent', 'Never'] as const;
 export const portProtocols = ['SCTP', 'TCP', 'UDP'] as const;
 
 const portRangeError = 'must be between 1 and 65535, inclusive';

@@ -8,6 +8,7 @@ import {
   invalid,
   isObject,
   notSupported,
+  pullPolicies,
   required,
   showValue,
   wrongType,
@@ -217,6 +218,23 @@ function validateResourceFieldRef(ref: unknown, path: string, errs: FieldError[]
   }
 }
 
+/**
+ * validateImageVolumeSource: a reference (its format is not checked: a bad one fails the pull with InvalidImageName) and
+ * a pull policy; an unset or empty one is defaulted (SetDefaults_Volume) before the apiserver validates, so only another
+ * value is refused.
+ */
+function validateImage(source: unknown, path: string, errs: FieldError[]): void {
+  if (!isObject(source)) {
+    errs.push(wrongType(path, source, 'an object'));
+    return;
+  }
+  const reference = source.reference;
+  if (reference === undefined || reference === '') errs.push(required(`${path}.reference`));
+  else if (!isString(reference)) errs.push(wrongType(`${path}.reference`, reference, 'a string'));
+  const policy = source.pullPolicy;
+  if (policy !== undefined && policy !== '' && !(pullPolicies as readonly unknown[]).includes(policy)) errs.push(notSupported(`${path}.pullPolicy`, policy, pullPolicies));
+}
+
 /** validateDownwardAPIVolumeSource; as upstream, item errors carry the source's path, not the item's index. */
 function validateDownwardAPI(source: unknown, path: string, errs: FieldError[]): void {
   if (!isObject(source)) {
@@ -277,6 +295,7 @@ function validateVolumes(volumes: unknown, errs: FieldError[]): Set<string> {
       if (key === 'emptyDir') validateEmptyDir(volume[key], `${idx}.emptyDir`, el);
       else if (key === 'hostPath') validateHostPath(volume[key], `${idx}.hostPath`, el);
       else if (key === 'downwardAPI') validateDownwardAPI(volume[key], `${idx}.downwardAPI`, el);
+      else if (key === 'image') validateImage(volume[key], `${idx}.image`, el);
     }
     if (count === 0) el.push(required(idx, 'must specify a volume type'));
     const name = volume.name;

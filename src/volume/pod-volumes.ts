@@ -9,6 +9,7 @@ import type { Logger } from '../core/log.js';
 import { SyncError, type StepResult } from '../core/sync-result.js';
 import type { ApiObjectSource } from '../core/api-objects.js';
 import { payloadDigest, usesMemoryMedium, volumePayload, type VolumePayload } from './api-volumes.js';
+import type { ImageVolumePulls } from './image-volumes.js';
 import { writeAtomically } from './atomic-writer.js';
 import { memoryVolumeSize, setUpEmptyDir, tmpfsOptions } from './empty-dir.js';
 import { checkHostPath } from './host-path.js';
@@ -84,7 +85,7 @@ function containerField(pod: V1Pod, container: V1Container): string {
 }
 
 function volumeSourceField(volume: V1Volume): string {
-  const sources = ['emptyDir', 'hostPath', 'downwardAPI', 'configMap', 'secret', 'projected'] as const;
+  const sources = ['emptyDir', 'hostPath', 'downwardAPI', 'configMap', 'secret', 'projected', 'image'] as const;
   return sources.find((s) => volume[s] !== undefined) ?? 'source';
 }
 
@@ -229,6 +230,8 @@ export class PodVolumeManager {
     const dir = this.volumePath(uid, volume);
     const vlog = log.child({ volume: volume.name });
     if (volume.hostPath) return checkHostPath(volume.hostPath.path, volume.hostPath.type);
+    // The runtime mounts an image volume when it creates a container (kubelet's image plugin sets up nothing).
+    if (volume.image) return;
     if (volume.emptyDir) {
       const medium = volume.emptyDir.medium ?? '';
       const size = medium === 'Memory' ? memoryVolumeSize(pod, volume.emptyDir.sizeLimit, allocatable!.memory) : 0n;
@@ -252,11 +255,19 @@ export class PodVolumeManager {
   /**
    * The CRI mounts of one container (kubelet's makeMounts): each volumeMount's host path, with subPath bind-mounted
    * safely, readOnly (always for the volumes nodelet writes), recursively read-only as its recursiveReadOnly resolves
-   * with `handlerSupportsRRO` (the pod's runtime handler's feature), and its propagation. `env` is the container's
-   * environment, used by subPathExpr. A mistake of the pod's author throws SyncError CreateContainerConfigError naming
-   * pod, container and field.
+   * with `handlerSupportsRRO` (the pod's runtime handler's feature), and its propagation; an image volume's mount names
+   * the pulled image (`imageVolumes`) and its subPath instead, always read-only. `env` is the container's environment,
+   * used by subPathExpr. A mistake of the pod's author throws SyncError CreateContainerConfigError naming pod, container
+   * and field.
    */
-  async containerMounts(pod: V1Pod, container: V1Container, env: Iterable<[string, string]>, signal?: AbortSignal, handlerSupportsRRO = false): Promise<Mount[]> {
+  async containerMounts(
+    pod: V1Pod,
+    container: V1Container,
+    env: Iterable<[string, string]>,
+    imageVolumes: ImageVolumePulls,
+    signal?: AbortSignal,
+    handlerSupportsRRO = false,
+  ): Promise<Mount[]> {
     const uid = pod.metadata!.uid!;
     const volumes = new Map((pod.spec?.volumes ?? []).map((v) => [v.name, v]));
     const field = containerField(pod, container);
@@ -286,6 +297,14 @@ export class PodVolumeManager {
         subPath = resolveSubPath(vm, envList);
       } catch (err) {
         throw fail(err, vm.subPathExpr ? '.subPathExpr' : '.subPath');
+      }
+      if (volume.image) {
+        const pull = imageVolumes.get(vm.name);
+        // The caller starts no container whose image volume's pull failed.
+        if (!pull || !('image' in pull)) throw fail(new Error(`image volume "${vm.name}" has not been pulled`), '.name');
+        // containerd checks the sub path inside the image (it must be a directory) and fails the create otherwise.
+        mounts.push({ containerPath: containerPath(vm.mountPath), hostPath: '', image: pull.image, ...(subPath ? { imageSubPath: subPath } : {}), readonly: true, propagation });
+        continue;
       }
       if (subPath) {
         try {

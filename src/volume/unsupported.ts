@@ -1,8 +1,8 @@
 // Volume fields nodelet cannot honour without an API server (or at all yet), as field paths for the pod's refusal.
 import type { V1Pod, V1Volume } from '@kubernetes/client-node';
 
-/** The volume sources nodelet sets up itself; configMap, secret and projected need the API server. */
-const supportedSources = new Set(['name', 'emptyDir', 'hostPath', 'downwardAPI', 'configMap', 'secret', 'projected']);
+/** The volume sources nodelet sets up itself (image: the runtime mounts it); configMap, secret and projected need the API server. */
+const supportedSources = new Set(['name', 'emptyDir', 'hostPath', 'downwardAPI', 'configMap', 'secret', 'projected', 'image']);
 const apiServerSources = ['configMap', 'secret', 'projected'] as const;
 /** The projected sources nodelet writes (not clusterTrustBundle, podCertificate). */
 const projectedSources = new Set(['configMap', 'secret', 'downwardAPI', 'serviceAccountToken']);
@@ -17,7 +17,7 @@ function unsupportedSource(volume: V1Volume): string | undefined {
 
 /**
  * Field paths of volume features nodelet refuses: sources other than emptyDir (disk or Memory), hostPath,
- * downwardAPI, configMap, secret and projected (persistentVolumeClaim, ...), projected sources other than
+ * downwardAPI, configMap, secret, projected and image (persistentVolumeClaim, ...), projected sources other than
  * configMap, secret, downwardAPI and serviceAccountToken, hugepage media and resources, and volumeDevices.
  */
 export function unsupportedVolumeFields(pod: V1Pod): string[] {

@@ -320,6 +320,46 @@ export function runtimeContract(factory: () => RuntimeUnderContract | Promise<Ru
     });
   });
 
+  describe('image mounts (image volumes)', () => {
+    it('the image is mounted read-only at the mount, a directory of it at another (image_sub_path); the status keeps the image', async () => {
+      const sandbox = await newSandbox('image-mount');
+      const image = (await rt.imageStatus(contractImages.busybox))!;
+      // The container image is busybox too: the mounts are checked against what it has itself.
+      const script = 'cmp /img/bin/busybox /bin/busybox && cmp /sub/busybox /bin/busybox && ! touch /img/x 2>/dev/null';
+      const config = containerConfig('reader', script);
+      config.mounts = [
+        { containerPath: '/img', hostPath: '', readonly: true, image: { image: image.id, annotations: {} } },
+        { containerPath: '/sub', hostPath: '', readonly: true, image: { image: image.id, annotations: {} }, imageSubPath: 'bin' },
+      ];
+      const id = await rt.createContainer(sandbox.id, config, sandbox.config);
+      await rt.startContainer(id);
+      await subject.exitContainer(id, 0);
+      const status = await rt.containerStatus(id);
+      expect(status).toMatchObject({ state: 'CONTAINER_EXITED', exitCode: 0 });
+      expect(status.mounts.map(({ containerPath, readonly, image: spec, imageSubPath }) => ({ containerPath, readonly, image: spec?.image, imageSubPath }))).toEqual([
+        { containerPath: '/img', readonly: true, image: image.id, imageSubPath: undefined },
+        { containerPath: '/sub', readonly: true, image: image.id, imageSubPath: 'bin' },
+      ]);
+    });
+
+    it('a writable image mount, or one with a host path, is refused (Unknown, ImageVolumeMountFailed)', async () => {
+      const sandbox = await newSandbox('image-mount-refused');
+      const image = (await rt.imageStatus(contractImages.busybox))!;
+      for (const [mount, reason] of [
+        [{ containerPath: '/img', hostPath: '', readonly: false }, 'readonly must be true while mount image'],
+        [{ containerPath: '/img', hostPath: logDirectory, readonly: true }, 'hostpath must be empty while mount image'],
+      ] as const) {
+        const config = containerConfig('refused', 'true');
+        config.mounts = [{ ...mount, image: { image: image.id, annotations: {} } }];
+        const err = await criFailure(rt.createContainer(sandbox.id, config, sandbox.config));
+        expect(err).toMatchObject({ kind: 'Unknown', grpcCode: 2 });
+        expect(err.message).toContain(`CreateContainer: failed to mount image volume: ImageVolumeMountFailed: ${reason}`);
+      }
+      // The failed creates did not keep the name.
+      await rt.createContainer(sandbox.id, containerConfig('refused', 'true'), sandbox.config);
+    });
+  });
+
   describe('list filters', () => {
     const ids: Record<string, string> = {};
     let sandboxA: string;

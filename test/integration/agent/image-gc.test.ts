@@ -2,7 +2,7 @@
 // disk), images pulled from a real registry on loopback, nodelet standalone with imageGCHighThresholdPercent 77, low 75,
 // imageMinimumGCAge 1s and --image-gc-period 1s. The test fills the tmpfs with a ballast file to put the disk where it
 // wants it: GC then removes the never-used busybox image, then the least recently used image, and stops there; an image
-// a running pod uses and the sandbox image are never removed; when nothing more can go, FreeDiskSpaceFailed and, the
+// a running pod uses (as its container's image or as an image volume) and the sandbox image are never removed; when nothing more can go, FreeDiskSpaceFailed and, the
 // second time in a row, ImageGCFailed.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
@@ -102,14 +102,16 @@ beforeAll(async () => {
   }
   cri = new CriClient(`unix://${socket}`);
   registry = await startRegistry();
-  for (const name of ['a', 'b', 'c']) await registry.upload(`nodelet/gc-${name}:1`, await randomImageLayers(1, 20 * MiB));
+  for (const name of ['a', 'b', 'c', 'v']) await registry.upload(`nodelet/gc-${name}:1`, await randomImageLayers(1, 20 * MiB));
   agent = await AgentProcess.create();
   const config = join(base, 'kubelet.yaml');
   await writeFile(config, 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nfailCgroupV1: false\nimageGCHighThresholdPercent: 77\nimageGCLowThresholdPercent: 75\nimageMinimumGCAge: 1s\n');
   await agent.start(['--container-runtime-endpoint', `unix://${socket}`, '--config', config, '--image-gc-period', '1s', '--v', '2']);
 }, 180_000);
 
-function podManifest(name: string): string {
+/** A pod running gc-<name>; with `volume`, mounting the image gc-<volume> as an image volume too. */
+function podManifest(name: string, volume?: string): string {
+  const main = { name: 'main', image: `${registry!.host}/nodelet/gc-${name}:1`, imagePullPolicy: 'IfNotPresent', command: ['sleep', '3600'] };
   return JSON.stringify({
     apiVersion: 'v1',
     kind: 'Pod',
@@ -117,13 +119,14 @@ function podManifest(name: string): string {
     spec: {
       hostNetwork: true,
       terminationGracePeriodSeconds: 1,
-      containers: [{ name: 'main', image: `${registry!.host}/nodelet/gc-${name}:1`, imagePullPolicy: 'IfNotPresent', command: ['sleep', '3600'] }],
+      ...(volume ? { volumes: [{ name: 'v', image: { reference: `${registry!.host}/nodelet/gc-${volume}:1` } }] } : {}),
+      containers: [{ ...main, ...(volume ? { volumeMounts: [{ name: 'v', mountPath: '/v' }] } : {}) }],
     },
   });
 }
 
-async function runPod(name: string): Promise<V1Pod> {
-  await agent!.writeManifest(`${name}.yaml`, podManifest(name));
+async function runPod(name: string, volume?: string): Promise<V1Pod> {
+  await agent!.writeManifest(`${name}.yaml`, podManifest(name, volume));
   const pod = await agent!.waitForPod(name, 'Running', isRunning, 90_000);
   uids.add(pod.metadata!.uid!);
   return pod;
@@ -152,7 +155,7 @@ const removals = () => agent!.logLines().filter((l) => l.msg === 'Removing image
 
 test('over the high threshold: the never-used image, then the least recently used, and no more; in use and sandbox images stay', async () => {
   const tag = (n: string) => `${registry!.host}/nodelet/gc-${n}:1`;
-  await runPod('a');
+  await runPod('a', 'v');
   // b, then c: each used by a pod for a few GC periods, then no more.
   for (const name of ['b', 'c']) {
     const pod = await runPod(name);
@@ -171,16 +174,16 @@ test('over the high threshold: the never-used image, then the least recently use
   await sleep(3_000);
   expect(removals()).toEqual([before.get(busyboxImage)!.id, before.get(tag('b'))!.id]);
   const after = await images();
-  expect([...after.keys()].sort()).toEqual([pauseImage, tag('a'), tag('c')].sort());
+  expect([...after.keys()].sort()).toEqual([pauseImage, tag('a'), tag('c'), tag('v')].sort());
 
   // The tmpfs nearly full: removing c is not enough (the disk stays over the high threshold), and then nothing more can
-  // go (a is in use, pause is the sandbox image).
+  // go (a and v are in use by the running pod, pause is the sandbox image).
   await fillTo(6 * MiB);
   const failed = await waitFor('ImageGCFailed', async () => agent!.logLines().find((l) => l.reason === 'ImageGCFailed'), 30_000, 300);
   expect(failed.msg).toMatch(/^Failed to garbage collect required amount of images\. Attempted to free \d+ bytes, but only found \d+ bytes eligible to free\.$/);
   expect(agent!.logLines().some((l) => l.reason === 'FreeDiskSpaceFailed')).toBe(true);
   expect(removals()).toEqual([before.get(busyboxImage)!.id, before.get(tag('b'))!.id, before.get(tag('c'))!.id]);
-  expect([...(await images()).keys()].sort()).toEqual([pauseImage, tag('a')].sort());
+  expect([...(await images()).keys()].sort()).toEqual([pauseImage, tag('a'), tag('v')].sort());
   const a = await agent!.pod('a');
   expect(isRunning(a!)).toBe(true);
   await rm(join(root, 'ballast'));

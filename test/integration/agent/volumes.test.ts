@@ -1,4 +1,4 @@
-// Pod volumes against the real runtime: emptyDir (disk and tmpfs), hostPath, subPath, downwardAPI, propagation, and their clean-up.
+// Pod volumes against the real runtime: emptyDir (disk and tmpfs), hostPath, subPath, downwardAPI, propagation, image, and their clean-up.
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -219,10 +219,37 @@ spec:
     await waitFor('the container\'s tmpfs on the host', async () => ((await readMountInfo()).some((m) => m.mountPoint === inner && m.source === 'from-container') ? true : undefined), 15_000);
   });
 
+  test('a static pod mounts an image (present on the node) as an image volume: read-only, a directory of it by subPath', async () => {
+    await agent.writeManifest('imgvol.yaml', `apiVersion: v1
+kind: Pod
+metadata: {name: imgvol}
+spec:
+  terminationGracePeriodSeconds: 1
+  volumes:
+  - {name: img, image: {reference: "${busybox}"}}
+  containers:
+  - name: main
+    image: ${busybox}
+    command: ["sleep", "3600"]
+    volumeMounts:
+    - {name: img, mountPath: /img}
+    - {name: img, mountPath: /img-bin, subPath: bin}
+`);
+    const p = remember(await agent.waitForPod('imgvol', 'Running', isRunning));
+    // The file source's defaulting: IfNotPresent for a tag other than latest, so the image on the node is used.
+    expect(p.spec?.volumes?.[0]?.image?.pullPolicy).toBe('IfNotPresent');
+    expect(await exec(p, 'main', 'cmp /img/bin/busybox /bin/busybox && cmp /img-bin/busybox /bin/busybox && echo same')).toEqual({ exitCode: 0, out: 'same' });
+    const write = await exec(p, 'main', 'touch /img/new');
+    expect(write.exitCode).not.toBe(0);
+    expect(write.out).toMatch(/Read-only file system/);
+    // Nothing of it under the pod's directory: containerd mounted the image itself.
+    expect(mountsUnder(await readMountInfo(), join(agent.rootDir, 'pods', p.metadata!.uid!))).toEqual([]);
+  });
+
   test('removed pods leave no <root-dir>/pods/<uid> and no mount behind', async () => {
     const uids = [...seenUids];
     expect(uids.length).toBeGreaterThanOrEqual(4);
-    for (const f of ['vols.yaml', 'info.yaml', 'bidir.yaml']) await agent.removeManifest(f);
+    for (const f of ['vols.yaml', 'info.yaml', 'bidir.yaml', 'imgvol.yaml']) await agent.removeManifest(f);
     await waitForRuntimeGone(cri, uids, 60_000);
     await waitFor('pod dirs to be removed', async () => (uids.every((uid) => !existsSync(join(agent.rootDir, 'pods', uid))) ? true : undefined), 20_000);
     expect(mountsUnder(await readMountInfo(), agent.rootDir)).toEqual([]);

@@ -1,17 +1,28 @@
 // Cluster mode against the real control plane (test/cluster) and the real runtime: configMap, secret and projected
-// volumes, envFrom and keyRefs, missing objects; objects made with the built kubectl, pods bound by kube-scheduler.
+// volumes, envFrom and keyRefs, missing objects, image volumes pulled from a local registry (test/integration/helpers/
+// registry.ts); objects made with the built kubectl, pods bound by kube-scheduler.
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
+import { podUidLabel } from '../../../src/core/labels.js';
 import { mountsUnder, readMountInfo } from '../../../src/volume/mounter.js';
 import { busybox, isRunning, testNode, waitFor, waitForRuntimeGone } from '../helpers/agent.js';
 import { startRealCluster, type RealCluster } from '../helpers/real-cluster.js';
+import { fileLayer, startRegistry, type Registry } from '../helpers/registry.js';
 
 const cluster: RealCluster = await startRealCluster();
 const { kubectl, agent, cri, uids } = cluster;
+let registry: Registry | undefined;
 
-afterAll(() => cluster.stop(), 300_000);
+afterAll(async () => {
+  try {
+    await cluster.stop();
+  } finally {
+    // After the pods: it removes the images pulled from it.
+    await registry?.stop();
+  }
+}, 300_000);
 
 const configMap = (name: string, data: Record<string, string>) =>
   kubectl.fromFile('create', `cm-${name}.json`, JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data }));
@@ -201,3 +212,70 @@ test('deleting a pod unmounts its secret and projected tmpfs and removes its dir
   await waitFor('pod directory removed', async () => (mountsUnder(await readMountInfo(), podDir).length === 0 && !(await pod('vols')) ? true : undefined), 30_000);
   await waitFor('pod dir gone', async () => (!existsSync(podDir) ? true : undefined), 30_000);
 });
+
+test('image volumes: the image mounted read-only, a directory of it by subPath; a missing sub path is CreateContainerError, an image that cannot be pulled ErrImagePull then ImagePullBackOff', async () => {
+  registry = await startRegistry();
+  await registry.upload('nodelet/data:1', [await fileLayer({ 'dir/hello.txt': 'hello from an image volume\n', 'top.txt': 'top\n' })]);
+  const data = `${registry.host}/nodelet/data:1`;
+  const missing = `${registry.host}/nodelet/missing:1`;
+  await createPod(`apiVersion: v1
+kind: Pod
+metadata: {name: imgvol}
+spec:
+  terminationGracePeriodSeconds: 1
+  volumes:
+  - {name: data, image: {reference: "${data}"}}
+  - {name: missing, image: {reference: "${missing}", pullPolicy: Always}}
+  containers:
+  - name: main
+    image: ${busybox}
+    command: ["sleep", "3600"]
+    volumeMounts:
+    - {name: data, mountPath: /data}
+    - {name: data, mountPath: /sub, subPath: dir}
+  - name: nosub
+    image: ${busybox}
+    command: ["sleep", "3600"]
+    volumeMounts:
+    - {name: data, mountPath: /data, subPath: nope}
+  - name: broken
+    image: ${busybox}
+    command: ["sleep", "3600"]
+    volumeMounts:
+    - {name: missing, mountPath: /m}
+`, 'imgvol');
+  // The API server defaults the pull policy as a container's (IfNotPresent for a tag other than latest).
+  expect((await kubectl.get<V1Pod>('pod', 'imgvol')).spec?.volumes?.map((v) => v.image?.pullPolicy)).toEqual(['IfNotPresent', 'Always']);
+  const status = (p: V1Pod, name: string) => p.status?.containerStatuses?.find((c) => c.name === name);
+  let p = await waitForPod('imgvol', 'main running, nosub and broken waiting', (x) =>
+    status(x, 'main')?.state?.running !== undefined && status(x, 'nosub')?.state?.waiting?.reason === 'CreateContainerError' && status(x, 'broken')?.state?.waiting?.reason !== undefined && status(x, 'broken')?.state?.waiting?.reason !== 'ContainerCreating', 120_000);
+
+  const read = await exec(p, 'main', 'cat /data/dir/hello.txt /data/top.txt /sub/hello.txt; touch /data/new 2>&1; ls /sub');
+  expect(read.out.split('\n')).toEqual(['hello from an image volume', 'top', 'hello from an image volume', 'touch: /data/new: Read-only file system', 'hello.txt']);
+  // containerd mounted the image under its state directory for this sandbox (removed with it, below).
+  const [sandbox] = await cri.listPodSandbox({ labelSelector: { [podUidLabel]: p.metadata!.uid! } });
+  const imageMounts = async () => (await readMountInfo()).filter((m) => m.mountPoint.includes(`/image-volumes/${sandbox!.id}/`));
+  expect((await imageMounts()).length).toBeGreaterThan(0);
+
+  // containerd's refusal of a sub path the image lacks, as the container's waiting message.
+  expect(status(p, 'nosub')!.state!.waiting!.message).toContain('ImageVolumeMountFailed: failed to ensure image subpath "nope"');
+  const broken = status(p, 'broken')!.state!.waiting!;
+  expect(['ErrImagePull', 'ImagePullBackOff']).toContain(broken.reason);
+  expect(broken.message).toContain(`${missing}: not found`);
+  // kubelet's events: the pull's about the pod (no container), the container's "Error: ErrImagePull".
+  const events = async () => (await kubectl.get<{ items: CoreV1Event[] }>('events', '-n', 'default')).items.filter((e) => e.involvedObject?.name === 'imgvol');
+  await waitFor('the image volume pull events', async () => {
+    const es = await events();
+    const pulled = es.some((e) => e.reason === 'Failed' && e.involvedObject.fieldPath === undefined && e.message?.startsWith(`Failed to pull image "${missing}": `));
+    const failed = es.some((e) => e.reason === 'Failed' && e.involvedObject.fieldPath === 'spec.containers{broken}' && e.message === 'Error: ErrImagePull');
+    return pulled && failed ? true : undefined;
+  }, 30_000, 500);
+  p = await waitForPod('imgvol', 'broken in ImagePullBackOff', (x) => status(x, 'broken')?.state?.waiting?.reason === 'ImagePullBackOff', 120_000);
+  const backOff = `Back-off pulling image "${missing}": ErrImagePull: `;
+  expect(status(p, 'broken')!.state!.waiting!.message?.slice(0, backOff.length)).toBe(backOff);
+  expect(status(p, 'main')!.state!.running).toBeDefined();
+
+  expect(await kubectl.run('delete', 'pod', 'imgvol', '--wait=false')).toBe('pod "imgvol" deleted from default namespace');
+  await waitForRuntimeGone(cri, [p.metadata!.uid!], 60_000);
+  await waitFor('the image volume unmounted', async () => ((await imageMounts()).length === 0 ? true : undefined), 30_000, 500);
+}, 360_000);

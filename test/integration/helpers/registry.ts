@@ -11,7 +11,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, existsSync, type WriteStream } from 'node:fs';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -139,6 +139,22 @@ export async function randomImageLayers(randomLayers: number, layerBytes: number
       await rm(data, { recursive: true });
     }
     return layers;
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** One image layer (uncompressed tar) holding just these files, path to content: an image of data, as an image volume's. */
+export async function fileLayer(files: Record<string, string>): Promise<Buffer> {
+  const dir = await mkdtemp(join(tmpdir(), 'nodelet-layer-'));
+  try {
+    // mkdtemp's 0700 would become the image's root directory.
+    await chmod(dir, 0o755);
+    for (const [path, content] of Object.entries(files)) {
+      await mkdir(join(dir, path, '..'), { recursive: true });
+      await writeFile(join(dir, path), content);
+    }
+    return await layerOf(dir);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

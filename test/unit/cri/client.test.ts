@@ -157,6 +157,27 @@ describe('CriClient against a fake runtime', () => {
     expect(req.sandboxConfig.portMappings).toEqual([{ protocol: 'TCP', containerPort: 80, hostPort: 8080, hostIp: '' }]);
   });
 
+  it('sends an image mount with its image and sub path (fields 9 and 10); reads them back from a status, absent when unset', async () => {
+    handlers.set('CreateContainer', () => ({ containerId: 'c1' }));
+    const image = { image: `sha256:${'a'.repeat(64)}`, annotations: { team: 'a' } };
+    const mounts = [
+      { containerPath: '/img', hostPath: '', readonly: true, image, imageSubPath: 'dir' },
+      { containerPath: '/data', hostPath: '/var/lib/x', readonly: false },
+    ];
+    const config = { metadata: { name: 'app', attempt: 0 }, image: { image: 'busybox' }, command: [], args: [], workingDir: '', envs: [], mounts, labels: {}, annotations: {}, logPath: '' };
+    const sandbox = { metadata: { name: 'web', uid: 'u1', namespace: 'default', attempt: 0 }, hostname: '', logDirectory: '', portMappings: [], labels: {}, annotations: {} };
+    await client.createContainer('sb1', config, sandbox);
+    expect((received.get('CreateContainer') as Record<string, any>).config.mounts).toEqual([
+      expect.objectContaining({ containerPath: '/img', hostPath: '', readonly: true, image: expect.objectContaining({ image: image.image, annotations: { team: 'a' } }), imageSubPath: 'dir' }),
+      expect.objectContaining({ containerPath: '/data', hostPath: '/var/lib/x', imageSubPath: '' }),
+    ]);
+    handlers.set('ContainerStatus', () => ({ status: { id: 'c1', mounts } }));
+    expect((await client.containerStatus('c1')).mounts).toEqual([
+      { containerPath: '/img', hostPath: '', readonly: true, selinuxRelabel: false, propagation: 'PROPAGATION_PRIVATE', image, imageSubPath: 'dir' },
+      { containerPath: '/data', hostPath: '/var/lib/x', readonly: false, selinuxRelabel: false, propagation: 'PROPAGATION_PRIVATE' },
+    ]);
+  });
+
   it('returns undefined for an absent image and maps a present one', async () => {
     handlers.set('ImageStatus', (req) =>
       (req.image as { image: string }).image === 'present'

@@ -38,6 +38,36 @@ describe('image manager events', () => {
     expect(events.events).toEqual([{ container: 'app', type: 'Normal', reason: 'Pulled', message: 'Container image "busybox:1.35" already present on machine' }]);
   });
 
+  test.each([
+    ['busybox:1.35', undefined, ['imageStatus'], 'Container image "busybox:1.35" already present on machine'],
+    ['busybox:latest', undefined, ['pullImage', 'imageStatus'], 'Successfully pulled image "busybox:latest" in 0s (0s including waiting). Image size: 1234567 bytes.'],
+    ['busybox', '', ['pullImage', 'imageStatus'], 'Successfully pulled image "busybox" in 0s (0s including waiting). Image size: 1234567 bytes.'],
+    ['busybox:1.35', 'Always', ['pullImage', 'imageStatus'], 'Successfully pulled image "busybox:1.35" in 0s (0s including waiting). Image size: 1234567 bytes.'],
+  ])('an image volume of %s with pullPolicy %p: its image by ID, the events about the pod', async (reference, pullPolicy, calls, pulled) => {
+    const called: string[] = [];
+    const events = new RecordedEvents();
+    const images = {
+      imageStatus: async () => (called.push('imageStatus'), busybox),
+      pullImage: async () => (called.push('pullImage'), 'sha256:abc'),
+    };
+    const manager = new ImageManager({ images: images as unknown as ImageService, pullBackoff: new Backoff(), now: () => 0, events });
+    const volume = { name: 'data', image: { reference, ...(pullPolicy === undefined ? {} : { pullPolicy }) } };
+    expect(await manager.ensureVolumeImage(pod, volume, sandbox, recordingLogger().log)).toBe('sha256:abc');
+    expect(called).toEqual(calls);
+    expect(events.events.at(-1)).toEqual({ type: 'Normal', reason: 'Pulled', message: pulled });
+  });
+
+  test('an image volume whose reference is no image name: InvalidImageName, nothing asked of the runtime', async () => {
+    const events = new RecordedEvents();
+    const manager = new ImageManager({ images: {} as ImageService, pullBackoff: new Backoff(), now: () => 0, events });
+    const volume = { name: 'data', image: { reference: 'Busybox', pullPolicy: 'IfNotPresent' } };
+    await expect(manager.ensureVolumeImage(pod, volume, sandbox, recordingLogger().log)).rejects.toMatchObject({
+      code: 'InvalidImageName',
+      message: 'Failed to apply default image tag "Busybox": couldn\'t parse image name "Busybox": invalid reference format: repository name (library/Busybox) must be lowercase',
+    });
+    expect(events.events).toEqual([{ type: 'Warning', reason: 'InspectFailed', message: 'Failed to apply default image tag "Busybox": couldn\'t parse image name "Busybox": invalid reference format: repository name (library/Busybox) must be lowercase' }]);
+  });
+
   test('pull policy Never without the image', async () => {
     const { events, ensure } = setup({ imageStatus: async () => undefined });
     await expect(ensure({ name: 'app', image: 'busybox:1.35', imagePullPolicy: 'Never' })).rejects.toMatchObject({ code: 'ErrImageNeverPull' });

@@ -45,8 +45,15 @@ function setup(pullSecrets: string[], accept?: string) {
   const pod: V1Pod = { metadata: { name: 'web', namespace: 'ns1', uid: 'u1' }, spec: { containers: [], imagePullSecrets: pullSecrets.map((name) => ({ name })) } };
   const { log, records } = recordingLogger();
   const ensure = () => manager.ensureImage(pod, { name: 'app', image: '127.0.0.1:5000/app:1', imagePullPolicy: 'Always' }, {} as PodSandboxConfig, log);
-  return { calls, ensure, records };
+  const ensureVolume = () => manager.ensureVolumeImage(pod, { name: 'data', image: { reference: '127.0.0.1:5000/data:1', pullPolicy: 'Always' } }, {} as PodSandboxConfig, log);
+  return { calls, ensure, ensureVolume, records };
 }
+
+test("an image volume's pull uses the pod's pull secrets too, as kubelet's getImageVolumes", async () => {
+  const { calls, ensureVolume } = setup(['stale', 'good'], 'right');
+  expect(await ensureVolume()).toBe('sha256:abc');
+  expect(calls.map((c) => c?.password)).toEqual(['old', 'right']);
+});
 
 test('the matching login of a pull secret goes to the runtime', async () => {
   const { calls, ensure } = setup(['elsewhere', 'good'], 'right');

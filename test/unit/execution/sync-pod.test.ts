@@ -105,7 +105,7 @@ interface Case {
   /** Events that must be among those recorded, as `Reason[ container]: message`. */
   events?: string[];
   /** Further checks on the fixture after the sync. */
-  check?: (f: Fixture) => void;
+  check?: (f: Fixture) => void | Promise<void>;
 }
 
 const startBoth = ['createContainer app attempt=0', 'startContainer app', 'createContainer sidecar attempt=0', 'startContainer sidecar'];
@@ -282,6 +282,65 @@ const cases: Case[] = [
     events: ['BackOff app: Back-off pulling image "localhost/nodelet/missing:1"'],
   },
   {
+    name: 'step 6: image volumes are pulled once before the containers start; a container mounts the pulled image read-only',
+    fresh: true,
+    pod: (p) => {
+      p.spec!.volumes = [{ name: 'data', image: { reference: 'localhost/nodelet/data:1', pullPolicy: 'IfNotPresent' } }];
+      p.metadata!.annotations = { team: 'a' };
+      p.spec!.containers[0]!.volumeMounts = [{ name: 'data', mountPath: '/data' }, { name: 'data', mountPath: '/sub', subPath: 'dir' }];
+      p.spec!.containers[1]!.volumeMounts = [{ name: 'data', mountPath: '/data' }];
+    },
+    calls: ['runPodSandbox attempt=0', 'pullImage localhost/nodelet/data:1', ...startBoth],
+    results: ['CreatePodSandbox sandbox#0', 'StartContainer app', 'StartContainer sidecar'],
+    // About the pod, not a container, as kubelet's pull of an image volume.
+    events: ['Pulling: Pulling image "localhost/nodelet/data:1"'],
+    check: async (f) => {
+      const id = (await f.runtime.imageStatus('localhost/nodelet/data:1'))!.id;
+      const image = { image: id, annotations: { team: 'a' } };
+      expect(f.runtime.containerConfig(f.idOf('app')).mounts.filter((m) => m.image)).toEqual([
+        { containerPath: '/data', hostPath: '', image, readonly: true },
+        { containerPath: '/sub', hostPath: '', image, imageSubPath: 'dir', readonly: true },
+      ]);
+    },
+  },
+  {
+    name: 'step 6: an image volume that cannot be pulled fails only the containers mounting it, with ErrImagePull',
+    fresh: true,
+    pod: (p) => {
+      p.spec!.volumes = [{ name: 'gone', image: { reference: 'localhost/nodelet/missing:1', pullPolicy: 'IfNotPresent' } }];
+      p.spec!.containers[0]!.volumeMounts = [{ name: 'gone', mountPath: '/a' }, { name: 'gone', mountPath: '/b' }];
+    },
+    runtime: (f) => f.runtime.failPulls('localhost/nodelet/missing:1'),
+    calls: ['runPodSandbox attempt=0', 'pullImage localhost/nodelet/missing:1', ...startBoth.slice(2)],
+    results: ['CreatePodSandbox sandbox#0', 'StartContainer app: ErrImagePull', 'StartContainer sidecar'],
+    // kubelet's Failed event for each mount of the volume, then the start's ErrImagePull.
+    events: ['Failed app: Error: ErrImagePull', 'Failed: Failed to pull image "localhost/nodelet/missing:1": rpc error: code = NotFound desc = failed to pull and unpack image "localhost/nodelet/missing:1": failed to resolve reference "localhost/nodelet/missing:1": localhost/nodelet/missing:1: not found'],
+    check: (f) => expect(f.events.events.filter((e) => e.container === 'app' && e.reason === 'Failed')).toHaveLength(2),
+  },
+  {
+    name: 'step 6: an image volume in pull back-off: ImagePullBackOff, not pulled',
+    fresh: true,
+    pod: (p) => {
+      p.spec!.volumes = [{ name: 'gone', image: { reference: 'localhost/nodelet/missing:1', pullPolicy: 'Always' } }];
+      p.spec!.containers[1]!.volumeMounts = [{ name: 'gone', mountPath: '/a' }];
+    },
+    runtime: (f) => f.pullBackoff.next(`${uid}/localhost/nodelet/missing:1`, f.clock.now()),
+    calls: ['runPodSandbox attempt=0', ...startBoth.slice(0, 2)],
+    results: ['CreatePodSandbox sandbox#0', 'StartContainer app', 'StartContainer sidecar: ImagePullBackOff'],
+    events: ['BackOff: Back-off pulling image "localhost/nodelet/missing:1"', 'Failed sidecar: Error: ImagePullBackOff'],
+  },
+  {
+    name: 'step 6: an image volume whose reference is no image name: InvalidImageName, nothing pulled',
+    fresh: true,
+    pod: (p) => {
+      p.spec!.volumes = [{ name: 'bad', image: { reference: 'not a name', pullPolicy: 'IfNotPresent' } }];
+      p.spec!.containers[0]!.volumeMounts = [{ name: 'bad', mountPath: '/a' }];
+    },
+    calls: ['runPodSandbox attempt=0', ...startBoth.slice(2)],
+    results: ['CreatePodSandbox sandbox#0', 'StartContainer app: InvalidImageName', 'StartContainer sidecar'],
+    events: ['InspectFailed: Failed to apply default image tag "not a name": couldn\'t parse image name "not a name": invalid reference format', 'Failed app: Error: InvalidImageName'],
+  },
+  {
     name: 'step 6: CreateContainer fails: CreateContainerError, the next container is still started',
     fresh: true,
     runtime: (f) => {
@@ -328,7 +387,7 @@ describe('executePodActions', () => {
     expect(describeResults(results, names)).toEqual(c.results);
     const events = f.events.events.map((e) => `${e.reason}${e.container ? ` ${e.container}` : ''}: ${e.message}`);
     expect(events).toEqual(expect.arrayContaining(c.events ?? []));
-    c.check?.(f);
+    await c.check?.(f);
   });
 });
 

@@ -336,6 +336,21 @@ export class InMemoryRuntime implements RuntimeService, ImageService {
       this.names.delete(name);
       throw this.error('createContainer', GrpcStatus.NOT_FOUND, `failed to resolve image "${config.image.image}": not found`);
     }
+    // containerd's mutateImageMount checks of an image volume's mount (the image's content is not modelled: any sub path exists).
+    for (const m of config.mounts) {
+      if (!m.image) continue;
+      const refused = m.hostPath !== ''
+        ? 'hostpath must be empty while mount image'
+        : !m.readonly
+          ? 'readonly must be true while mount image'
+          : !this.resolveImage(m.image.image)
+            ? `failed to resolve image "${m.image.image}": not found`
+            : undefined;
+      if (refused) {
+        this.names.delete(name);
+        throw this.error('createContainer', GrpcStatus.UNKNOWN, `failed to mount image volume: ImageVolumeMountFailed: ${refused}`);
+      }
+    }
     this.containers.set(id, {
       id,
       podSandboxId: sandbox.id,
@@ -442,6 +457,8 @@ export class InMemoryRuntime implements RuntimeService, ImageService {
         readonly: m.readonly ?? false,
         selinuxRelabel: m.selinuxRelabel ?? false,
         propagation: m.propagation ?? 'PROPAGATION_PRIVATE',
+        ...(m.image ? { image: clone(m.image) } : {}),
+        ...(m.imageSubPath ? { imageSubPath: m.imageSubPath } : {}),
       })),
       logPath: c.logPath,
       user: this.containerUser(c),

@@ -13,6 +13,8 @@ import type { PodWorkerDeps } from '../../../src/lifecycle/pod-worker.js';
 import { RuntimeObserver } from '../../../src/lifecycle/runtime-observer.js';
 import type { PodProber } from '../../../src/prober/manager.js';
 import { VolumeSetUpError, type PodVolumeManager } from '../../../src/volume/pod-volumes.js';
+import type { ImageVolumePulls } from '../../../src/volume/image-volumes.js';
+import type { Mount } from '../../../src/cri/types.js';
 import { FakeClock } from '../core/fake-clock.js';
 import { InMemoryFilesystem } from './in-memory-filesystem.js';
 import { InMemoryRuntime } from './in-memory-runtime.js';
@@ -76,8 +78,14 @@ export class FakeVolumes {
       throw new VolumeSetUpError(message, undefined, [{ volume: this.failVolume, message }]);
     }
   }
-  async containerMounts(_pod: V1Pod, _c: V1Container): Promise<[]> {
-    return [];
+  /** Only image volumes' mounts, as the real manager makes them: read-only, naming the pulled image. */
+  async containerMounts(_pod: V1Pod, c: V1Container, _env: unknown, imageVolumes: ImageVolumePulls): Promise<Mount[]> {
+    const mounts: Mount[] = [];
+    for (const m of c.volumeMounts ?? []) {
+      const pull = imageVolumes.get(m.name);
+      if (pull && 'image' in pull) mounts.push({ containerPath: m.mountPath, hostPath: '', image: pull.image, ...(m.subPath ? { imageSubPath: m.subPath } : {}), readonly: true });
+    }
+    return mounts;
   }
   async terminationMessageFile(uid: string, name: string): Promise<string> {
     return `/var/lib/nodelet/pods/${uid}/containers/${name}/message`;

@@ -1,19 +1,27 @@
 // The image GC manager against fake runtime and filesystem: over the high threshold it removes unused images least
 // recently used first until enough is freed, never the sandbox image or one a container uses; too little to free is
 // FreeDiskSpaceFailed each time and ImageGCFailed from the second failure in a row.
-import type { Container, Image } from '../../../src/cri/types.js';
+import type { Container, ContainerStatus, Image } from '../../../src/cri/types.js';
+import { CriError } from '../../../src/cri/errors.js';
 import { ImageGCManager } from '../../../src/lifecycle/image-gc.js';
 import { recordingLogger } from '../prober/fake-log.js';
 
 function setup(opts: { images: Image[]; containers: string[]; available: number; minAgeMs?: number }) {
-  const state = { containers: opts.containers, available: opts.available };
+  /** containers: each one's image; volumeImages: the image volumes each one (by index) mounts; gone: removed since listed. */
+  const state = { containers: opts.containers, volumeImages: [] as string[][], gone: new Set<number>(), available: opts.available };
   let now = 1_000_000;
   let images = [...opts.images];
   const removed: string[] = [];
   const nodeEvents: { reason: string; message: string }[] = [];
   const runtime = {
     listImages: async () => images,
-    listContainers: async () => state.containers.map((imageRef) => ({ imageRef }) as Container),
+    listContainers: async () => state.containers.map((imageRef, i) => ({ id: `c${i}`, imageRef }) as Container),
+    containerStatus: async (id: string) => {
+      const i = Number(id.slice(1));
+      if (state.gone.has(i)) throw new CriError('NotFound', 'ContainerStatus', `an error occurred when try to find container "${id}": not found`);
+      const mounts = (state.volumeImages[i] ?? []).map((image) => ({ containerPath: '/v', hostPath: '', readonly: true, image: { image } }));
+      return { id, mounts } as unknown as ContainerStatus;
+    },
     imageStatus: async (ref: string) => images.find((i) => i.repoTags.includes(ref)),
     removeImage: async (id: string) => {
       removed.push(id);
@@ -61,6 +69,22 @@ test('over the threshold: unused images removed least recently used first until 
   // 90% used: 100 bytes to free down to 80%; b and c (never used) go first, 80 bytes, then a (used at the first look).
   expect(removed).toEqual(['b', 'c', 'a']);
   expect(nodeEvents).toEqual([]);
+});
+
+test('an image mounted as an image volume is in use (kubelet reads the containers\' mounts); a container gone meanwhile is skipped', async () => {
+  const images = [image('pause', 500, 'pause:1'), image('app', 30), image('data', 40), image('other', 40)];
+  const { manager, removed, state, advance } = setup({ images, containers: ['app', 'app'], available: 100 });
+  state.volumeImages = [['data'], ['other']];
+  state.gone.add(1);
+  await expect(manager.garbageCollect()).rejects.toThrow('Attempted to free 100 bytes, but only found 40 bytes eligible to free.');
+  // data is mounted by the first container; the second one (mounting other) went away between the list and its status.
+  expect(removed).toEqual(['other']);
+  state.volumeImages = [[]];
+  state.containers = ['app'];
+  state.gone.clear();
+  advance(1_000);
+  await expect(manager.garbageCollect()).rejects.toThrow('Attempted to free 100 bytes, but only found 40 bytes eligible to free.');
+  expect(removed).toEqual(['other', 'data']);
 });
 
 test('an image the runtime pins is never removed, however old and unused', async () => {

@@ -335,10 +335,12 @@ status: {}
     [`busybox@sha256:${'b'.repeat(64)}`, 'IfNotPresent'],
     [`busybox:latest@sha256:${'b'.repeat(64)}`, 'Always'],
     ['localhost:5000/app', 'Always'],
-  ])('imagePullPolicy default for %s is %s', (image, policy) => {
+  ])('imagePullPolicy default for %s is %s, for a container and an image volume (unset or empty)', (image, policy) => {
     expect(defaultImagePullPolicy(image)).toBe(policy);
-    const { pods } = parse(podYaml(`  - name: c\n    image: "${image}"\n`));
+    const volumes = `  volumes:\n  - name: v\n    image: {reference: "${image}"}\n  - name: w\n    image: {reference: "${image}", pullPolicy: ""}\n  - name: x\n    image: {reference: "${image}", pullPolicy: Never}\n`;
+    const { pods } = parse(podYaml(`  - name: c\n    image: "${image}"\n`, volumes));
     expect(pods[0]?.spec?.containers[0]?.imagePullPolicy).toBe(policy);
+    expect(pods[0]?.spec?.volumes?.map((v) => v.image?.pullPolicy)).toEqual([policy, policy, 'Never']);
   });
 
   test('YAML 1.1 like kubelet: octal modes and yes/no booleans', () => {

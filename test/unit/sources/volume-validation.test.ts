@@ -32,8 +32,12 @@ test('a valid pod with every supported volume type has no errors', () => {
       items:
       - {path: labels, fieldRef: {fieldPath: metadata.labels}}
       - {path: tier, fieldRef: {fieldPath: "metadata.labels['tier']"}}
-      - {path: cpu, resourceFieldRef: {containerName: app, resource: limits.cpu, divisor: 1m}}`,
+      - {path: cpu, resourceFieldRef: {containerName: app, resource: limits.cpu, divisor: 1m}}
+  - {name: img, image: {reference: "registry.example/data:1", pullPolicy: IfNotPresent}}
+  - {name: img2, image: {reference: "UPPER case is no image name, checked at the pull", pullPolicy: ""}}`,
       `${mount}
+    - {name: img, mountPath: /img, subPath: dir}
+    - {name: img2, mountPath: /img2}
     - {name: mem, mountPath: /mem, subPath: a/b}
     - {name: host, mountPath: /srv, readOnly: true, mountPropagation: HostToContainer}
     - {name: info, mountPath: /info, subPathExpr: "$(POD)"}`,
@@ -63,6 +67,19 @@ test.each([
   ['hostPath with .. and a bad type', '  - {name: data, hostPath: {path: /a/../b, type: Folder}}', mount, [
     { field: 'spec.volumes[0].hostPath.path', message: `Invalid value: "/a/../b": must not contain '..'` },
     { field: 'spec.volumes[0].hostPath.type', message: 'Unsupported value: "Folder": supported values: "", "BlockDevice", "CharDevice", "Directory", "DirectoryOrCreate", "File", "FileOrCreate", "Socket"' },
+    { field: 'spec.containers[0].volumeMounts[0].name', message: 'Not found: "data"' },
+  ]],
+  ['image volume without reference', '  - {name: data, image: {pullPolicy: Always}}', mount, [
+    { field: 'spec.volumes[0].image.reference', message: 'Required value' },
+    { field: 'spec.containers[0].volumeMounts[0].name', message: 'Not found: "data"' },
+  ]],
+  ['image volume with an empty reference and a bad pullPolicy', '  - {name: data, image: {reference: "", pullPolicy: Sometimes}}', mount, [
+    { field: 'spec.volumes[0].image.reference', message: 'Required value' },
+    { field: 'spec.volumes[0].image.pullPolicy', message: 'Unsupported value: "Sometimes": supported values: "Always", "IfNotPresent", "Never"' },
+    { field: 'spec.containers[0].volumeMounts[0].name', message: 'Not found: "data"' },
+  ]],
+  ['image volume with another source', '  - {name: data, emptyDir: {}, image: {reference: "busybox:1"}}', mount, [
+    { field: 'spec.volumes[0].image', message: 'Forbidden: may not specify more than 1 volume type' },
     { field: 'spec.containers[0].volumeMounts[0].name', message: 'Not found: "data"' },
   ]],
   ['negative sizeLimit', '  - {name: data, emptyDir: {sizeLimit: -1Mi}}', mount, [

@@ -48,7 +48,7 @@ test('a configMap volume is written atomically (..data), rewritten when the obje
   expect(await readFile(join(dir(), 'etc/app.conf'), 'utf8')).toBe('v=2');
   expect(await readlink(join(dir(), '..data'))).not.toBe(first);
 
-  const mounts = await volumes.containerMounts(pod, pod.spec!.containers[0]!, new Map());
+  const mounts = await volumes.containerMounts(pod, pod.spec!.containers[0]!, new Map(), new Map());
   expect(mounts).toEqual([{ containerPath: '/etc/app', hostPath: dir(), readonly: true, propagation: 'PROPAGATION_PRIVATE' }]);
 });
 

@@ -70,7 +70,7 @@ test('mountPropagation: kubelet\'s translation, Bidirectional only when privileg
 
 test('containerMounts: host paths, readOnly (always for downwardAPI), propagation', async () => {
   const p = pod('u1');
-  const mounts = await volumes.containerMounts(p, p.spec!.containers[0]!, new Map());
+  const mounts = await volumes.containerMounts(p, p.spec!.containers[0]!, new Map(), new Map());
   expect(mounts).toEqual([
     { containerPath: '/cache', hostPath: join(root, 'pods/u1/volumes/kubernetes.io~empty-dir/cache'), readonly: false, propagation: 'PROPAGATION_PRIVATE' },
     { containerPath: '/srv', hostPath: host, readonly: true, propagation: 'PROPAGATION_HOST_TO_CONTAINER' },
@@ -87,9 +87,38 @@ test('containerMounts: recursiveReadOnly as the runtime handler allows', async (
     { name: 'cache', mountPath: '/c', readOnly: true, recursiveReadOnly: 'Disabled' },
   ];
   const rro = (mounts: Mount[]) => mounts.map((m) => [m.containerPath, m.readonly, m.recursiveReadOnly]);
-  expect(rro(await volumes.containerMounts(p, c, new Map(), undefined, true))).toEqual([['/a', true, true], ['/b', true, true], ['/c', true, undefined]]);
+  expect(rro(await volumes.containerMounts(p, c, new Map(), new Map(), undefined, true))).toEqual([['/a', true, true], ['/b', true, true], ['/c', true, undefined]]);
   c.volumeMounts = c.volumeMounts.slice(1);
-  expect(rro(await volumes.containerMounts(p, c, new Map(), undefined, false))).toEqual([['/b', true, undefined], ['/c', true, undefined]]);
+  expect(rro(await volumes.containerMounts(p, c, new Map(), new Map(), undefined, false))).toEqual([['/b', true, undefined], ['/c', true, undefined]]);
+});
+
+test('containerMounts: an image volume names the pulled image, read-only whatever the mount says, its subPath as image_sub_path; set-up makes nothing', async () => {
+  const image = { image: `sha256:${'a'.repeat(64)}`, annotations: {} };
+  const p = pod('u3', {
+    volumes: [{ name: 'img', image: { reference: 'registry.example/data:1', pullPolicy: 'IfNotPresent' } }],
+    containers: [
+      {
+        name: 'app',
+        image: 'busybox',
+        env: [{ name: 'DIR', value: 'dir' }],
+        volumeMounts: [
+          { name: 'img', mountPath: '/img', readOnly: false },
+          { name: 'img', mountPath: 'sub', subPathExpr: '$(DIR)', mountPropagation: 'HostToContainer' },
+        ],
+      },
+    ],
+  });
+  await volumes.setUp(p, log);
+  expect(existsSync(join(root, 'pods/u3/volumes/kubernetes.io~empty-dir/img'))).toBe(false);
+  const mounts = await volumes.containerMounts(p, p.spec!.containers[0]!, new Map([['DIR', 'dir']]), new Map([['img', { image }]]));
+  expect(mounts).toEqual([
+    { containerPath: '/img', hostPath: '', image, readonly: true, propagation: 'PROPAGATION_PRIVATE' },
+    { containerPath: '/sub', hostPath: '', image, imageSubPath: 'dir', readonly: true, propagation: 'PROPAGATION_HOST_TO_CONTAINER' },
+  ]);
+  // kubelet's subPath checks hold for image volumes too.
+  p.spec!.containers[0]!.volumeMounts = [{ name: 'img', mountPath: '/x', subPath: 'a/../../b' }];
+  const err = await volumes.containerMounts(p, p.spec!.containers[0]!, new Map(), new Map([['img', { image }]])).catch((e: unknown) => e);
+  expect(err).toMatchObject({ code: 'CreateContainerConfigError', message: "unable to provision SubPath `a/../../b`: must not contain '..' (pod default/web-node, container \"app\", field spec.containers[0].volumeMounts[0].subPath)" });
 });
 
 test.each([
@@ -102,7 +131,7 @@ test.each([
 ])('containerMounts refuses %j with CreateContainerConfigError', async (mount, message) => {
   const p = pod('u1');
   p.spec!.containers[0]!.volumeMounts = [mount];
-  const err = await volumes.containerMounts(p, p.spec!.containers[0]!, new Map()).catch((e: unknown) => e);
+  const err = await volumes.containerMounts(p, p.spec!.containers[0]!, new Map(), new Map()).catch((e: unknown) => e);
   expect(err).toBeInstanceOf(SyncError);
   expect((err as SyncError).code).toBe('CreateContainerConfigError');
   expect((err as SyncError).message).toBe(message);

@@ -10,6 +10,7 @@ test('supported sources and recursiveReadOnly mounts pass; others and hugepages 
           { name: 'b', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } },
           { name: 'c', hostPath: { path: '/x' } },
           { name: 'd', downwardAPI: { items: [{ path: 'l', fieldRef: { fieldPath: 'metadata.labels' } }] } },
+          { name: 'e', image: { reference: 'registry.example/data:1', pullPolicy: 'IfNotPresent' } },
         ],
         containers: [{ name: 'm', volumeMounts: [{ name: 'a', mountPath: '/a', readOnly: true, recursiveReadOnly: 'Disabled' }, { name: 'c', mountPath: '/c', readOnly: true, recursiveReadOnly: 'Enabled' }] }],
       },
