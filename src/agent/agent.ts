@@ -56,6 +56,7 @@ import { internalCapacity, nodeAllocatable, nodeCapacity } from '../host/allocat
 import { milliCPUToShares } from '../execution/resources.js';
 import { readMachineInfo } from '../host/machine-info.js';
 import { PodVolumeManager } from '../volume/pod-volumes.js';
+import { defaultIdsPerPod, kubeletMappings, podDirMappingsStore, UserNamespaceManager } from '../host/user-namespaces.js';
 
 export { AgentConfigError };
 
@@ -239,6 +240,23 @@ export class Agent {
       throw err;
     }
     await mkdir(config.rootDir, { recursive: true });
+    // kubelet's user namespace manager, with the ranges of the pods already on the node taken again.
+    let userNamespaces: UserNamespaceManager;
+    try {
+      userNamespaces = new UserNamespaceManager({
+        store: podDirMappingsStore(join(config.rootDir, 'pods')),
+        range: await kubeletMappings(defaultIdsPerPod, log),
+        idsPerPod: defaultIdsPerPod,
+        maxPods: config.kubelet.maxPods,
+        handlers: async () => (await runtime.status({ timeoutMs: 2_000 })).handlers,
+        now: clock.now,
+        log,
+      });
+      await userNamespaces.recover();
+    } catch (err) {
+      runtime.close();
+      throw new AgentConfigError(`create user namespace manager: ${(err as Error).message}`, { cause: err });
+    }
     const nodeIP = await detectNodeIP(config.nodeIP, node);
     // Pods' hostIP and the probes' host checks follow the Node's InternalIP as its status updates determine it.
     let hostIP = nodeIP;
@@ -318,6 +336,7 @@ export class Agent {
     const api = new StatusApi(statusSocketPath(config.rootDir), () => workers.pods(), { pullStatus: (uid) => images.pullStatus(uid) });
     const workers: PodWorkers = new PodWorkers({
       volumes,
+      userNamespaces,
       runtime,
       images,
       metrics,
@@ -398,7 +417,7 @@ export class Agent {
       signal,
     });
     const shims = new ForgottenShimCollector(runtimeSocketPath(config.runtimeEndpoint));
-    const housekeeping = new Housekeeping({ clock, log, pods: workers, volumes, podCgroups, podNetwork, shims });
+    const housekeeping = new Housekeeping({ clock, log, pods: workers, volumes, userNamespaces, podCgroups, podNetwork, shims });
     const imageGC = new ImageGCManager({
       runtime,
       filesystem: filesystemUsage,

@@ -172,6 +172,7 @@ export class NodeController {
       readyErrors: this.runtimeState.readyErrors(this.clock.now()),
       images: this.images,
       maxImages: s.maxImages,
+      runtimeHandlers: this.runtimeState.handlers,
     };
   }
 

@@ -1,8 +1,9 @@
 // Builds the Node object and its status as kubelet's node status setters do (pure: host facts and the clock are inputs).
 import type { V1ContainerImage, V1Node, V1NodeCondition, V1NodeStatus, V1Taint } from '@kubernetes/client-node';
-import type { Image, RuntimeStatus } from '../cri/types.js';
+import type { Image, RuntimeHandler, RuntimeStatus } from '../cri/types.js';
 import { describeRuntimeCondition, networkNotReadyError } from '../cri/runtime-info.js';
 import type { MachineInfo } from '../host/machine-info.js';
+import { kernelSupportsTmpfsIdmap } from '../host/user-namespaces.js';
 import { canonicalJson as canonical } from '../core/canonical-json.js';
 import { tryParseQuantity } from '../core/quantity.js';
 import { aggregateMessage } from '../core/sync-result.js';
@@ -66,11 +67,14 @@ export class RuntimeState {
   private lastSync: number | undefined;
   private runtimeError: string | undefined;
   private networkError: string | undefined = 'network state unknown';
+  /** The runtime's handlers from its last answer (kubelet's runtimeState.runtimeHandlers). */
+  handlers: RuntimeHandler[] | undefined;
 
   constructor(private readonly thresholdMs = runtimeSyncThresholdMs) {}
 
   /** Records a CRI Status answer received at `now`. A failed call records nothing: staleness then says "down". */
   update(status: RuntimeStatus, now: number): void {
+    this.handlers = status.handlers ?? [];
     const network = status.conditions.find((c) => c.type === 'NetworkReady');
     this.networkError = network?.status ? undefined : networkNotReadyError(network);
     const runtime = status.conditions.find((c) => c.type === 'RuntimeReady');
@@ -122,6 +126,19 @@ export interface NodeStatusInputs {
   images: Image[] | undefined;
   /** kubelet's nodeStatusMaxImages; -1 reports every image. */
   maxImages: number;
+  /** From CRI Status; undefined until the runtime answered (the node's handlers are then left as they are). */
+  runtimeHandlers?: RuntimeHandler[] | undefined;
+}
+
+/**
+ * kubelet's RuntimeHandlers setter, with what nodelet does on this node: user namespaces where the handler has them and
+ * the kernel mounts tmpfs idmapped (nodelet refuses hostUsers false otherwise); recursive read-only mounts never (refused).
+ */
+export function nodeRuntimeHandlers(handlers: RuntimeHandler[], kernelVersion: string): NonNullable<V1NodeStatus['runtimeHandlers']> {
+  return handlers.map((h) => ({
+    name: h.name,
+    features: { recursiveReadOnlyMounts: false, userNamespaces: h.userNamespaces && kernelSupportsTmpfsIdmap(kernelVersion) },
+  }));
 }
 
 /** kubelet's MaxNamesPerImageInNodeStatus. */
@@ -246,6 +263,7 @@ export function setNodeStatus(node: V1Node, inputs: NodeStatusInputs, now: Date)
   };
   status.daemonEndpoints = { kubeletEndpoint: { Port: inputs.kubeletPort } };
   if (inputs.images) status.images = nodeImages(inputs.images, inputs.maxImages);
+  if (inputs.runtimeHandlers) status.runtimeHandlers = nodeRuntimeHandlers(inputs.runtimeHandlers, inputs.machine.kernelVersion);
 
   const conditions = nodeConditions(node);
   const find = (type: string) => conditions.find((c) => c.type === type);

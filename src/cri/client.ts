@@ -153,7 +153,14 @@ export class CriClient implements RuntimeService, ImageService, StreamingService
 
   async status(opts?: CallOptions): Promise<RuntimeStatus> {
     const r = await this.call<WireStatusResponse>('Status', { verbose: false }, this.timeouts.readTimeoutMs, opts);
-    return { conditions: r.status?.conditions ?? [] };
+    return {
+      conditions: r.status?.conditions ?? [],
+      handlers: (r.runtimeHandlers ?? []).map((h) => ({
+        name: h.name,
+        recursiveReadOnlyMounts: h.features?.recursiveReadOnlyMounts ?? false,
+        userNamespaces: h.features?.userNamespaces ?? false,
+      })),
+    };
   }
 
   /** The verbose Status's info: the runtime's own description of its configuration (containerd: "config", ...). */
@@ -523,8 +530,9 @@ interface WireVersionResponse {
 }
 
 interface WireStatusResponse {
-  status: RuntimeStatus | null;
+  status: { conditions: RuntimeStatus['conditions'] } | null;
   info?: Record<string, string>;
+  runtimeHandlers?: { name: string; features: { recursiveReadOnlyMounts: boolean; userNamespaces: boolean } | null }[];
 }
 
 interface WireRuntimeConfigResponse {

@@ -28,12 +28,28 @@ export interface PortMapping {
 /** CRI NamespaceMode: POD = 0, CONTAINER = 1, NODE = 2, TARGET = 3. */
 export type NamespaceMode = 'POD' | 'CONTAINER' | 'NODE' | 'TARGET';
 
+/** CRI IDMapping: `length` IDs from `containerId` in the namespace are `hostId`... on the host. */
+export interface IDMapping {
+  hostId: number;
+  containerId: number;
+  length: number;
+}
+
+/** CRI UserNamespace: POD with the pod's mappings (hostUsers: false), or NODE (the host's, no mappings). */
+export interface UserNamespace {
+  mode: 'POD' | 'NODE';
+  uids: IDMapping[];
+  gids: IDMapping[];
+}
+
 export interface NamespaceOption {
   network: NamespaceMode;
   pid: NamespaceMode;
   ipc: NamespaceMode;
   /** The container whose namespace a TARGET mode joins (an ephemeral container's target). */
   targetId?: string;
+  /** Unset: the host's user namespace. */
+  usernsOptions?: UserNamespace;
 }
 
 /** CRI SecurityProfile (seccomp or AppArmor). localhostRef names the profile when profileType is Localhost. */
@@ -124,6 +140,9 @@ export interface Mount {
   readonly?: boolean;
   selinuxRelabel?: boolean;
   propagation?: MountPropagation;
+  /** The pod's user namespace mappings: the runtime mounts the volume idmapped (hostUsers: false). */
+  uidMappings?: IDMapping[];
+  gidMappings?: IDMapping[];
 }
 
 export interface LinuxContainerResources {
@@ -251,8 +270,17 @@ export interface RuntimeCondition {
   message: string;
 }
 
+/** CRI RuntimeHandler: a runtime handler ('' the default one) and what it supports. */
+export interface RuntimeHandler {
+  name: string;
+  recursiveReadOnlyMounts: boolean;
+  userNamespaces: boolean;
+}
+
 export interface RuntimeStatus {
   conditions: RuntimeCondition[];
+  /** Empty or absent when the runtime does not tell (runtimes before CRI's runtime_handlers). */
+  handlers?: RuntimeHandler[];
 }
 
 export interface VersionInfo {
