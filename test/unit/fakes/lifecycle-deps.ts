@@ -128,6 +128,8 @@ export interface LifecycleFakes {
   pullBackoff: Backoff;
   observer: RuntimeObserver;
   statuses: { uid: string; status: V1PodStatus; final: boolean }[];
+  /** The pods' userns files the user namespace manager keeps. */
+  usernsStore: InMemoryMappingsStore;
   deps: PodWorkerDeps;
 }
 
@@ -180,5 +182,5 @@ export function lifecycleFakes(): LifecycleFakes {
     prober,
     onStatus: (pod, status, final) => statuses.push({ uid: pod.metadata!.uid!, status, final }),
   };
-  return { clock, runtime, files, events, prober, volumes, crashBackoff, pullBackoff, observer, statuses, deps };
+  return { clock, runtime, files, events, prober, volumes, crashBackoff, pullBackoff, observer, statuses, usernsStore, deps };
 }
