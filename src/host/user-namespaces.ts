@@ -176,14 +176,19 @@ export function kernelSupportsTmpfsIdmap(release: string): boolean {
   return major > 6 || (major === 6 && minor >= 3);
 }
 
+/** kubelet's refusal of hostUsers false on a runtime handler (the default one: '') that cannot. */
+function unsupportedMessage(handler: string): string {
+  return handler === ''
+    ? "can't set `spec.hostUsers: false`, runtime does not support user namespaces"
+    : `can't set \`spec.hostUsers: false\`, RuntimeClass handler ${JSON.stringify(handler)} does not support user namespaces`;
+}
+
 /**
  * kubelet's HandlerSupportsUserNamespaces, with the kernel's tmpfs idmap as nodelet adds it: undefined when the pod may
  * have its user namespace, else why not (kubelet's refusal message).
  */
 export function userNamespaceRefusal(handlers: RuntimeHandler[] | undefined, handler: string, release: string): string | undefined {
-  const refusal = handler === ''
-    ? "can't set `spec.hostUsers: false`, runtime does not support user namespaces"
-    : `can't set \`spec.hostUsers: false\`, RuntimeClass handler ${JSON.stringify(handler)} does not support user namespaces`;
+  const refusal = unsupportedMessage(handler);
   // No handlers: a runtime too old to tell.
   if (!handlers || handlers.length === 0) return refusal;
   const found = handlers.find((h) => h.name === handler);
@@ -329,7 +334,7 @@ export class UserNamespaceManager {
     try {
       handlers = await this.runtimeHandlers();
     } catch (err) {
-      throw new Error(`${userNamespaceRefusal([], runtimeHandler, '')}: ${(err as Error).message}`, { cause: err });
+      throw new Error(`${unsupportedMessage(runtimeHandler)}: ${(err as Error).message}`, { cause: err });
     }
     const refusal = userNamespaceRefusal(handlers, runtimeHandler, this.opts.kernelRelease ?? kernelRelease());
     if (refusal) throw new Error(refusal);
@@ -362,8 +367,10 @@ export class UserNamespaceManager {
   }
 
   private async releaseLocked(uid: string): Promise<void> {
-    if (!this.allocator.release(uid)) return;
+    if (this.allocator.allocated(uid) === undefined) return;
+    // The file first: one left behind while its range went to another pod would fail the next start's recovery.
     await this.opts.store.remove(uid);
+    this.allocator.release(uid);
     this.opts.log.info({ podUid: uid }, 'Released the pod user namespace');
   }
 

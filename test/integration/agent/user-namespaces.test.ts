@@ -75,6 +75,12 @@ beforeAll(async () => {
   await agent.start();
 });
 
+test("containerd's Status tells its runtime handlers, the default one with user namespaces (runc's idmapped mounts)", async () => {
+  const { handlers } = await cri.status();
+  expect(handlers).toContainEqual({ name: '', recursiveReadOnlyMounts: true, userNamespaces: true });
+  expect(handlers).toContainEqual(expect.objectContaining({ name: 'runc', userNamespaces: true }));
+});
+
 describe('hostUsers: false', () => {
   let first: V1Pod;
   let range: IdRange;

@@ -224,6 +224,19 @@ describe('the manager', () => {
     expect((await m.forPod(pod('b', false)))!.uids[0]!.hostId).toBe(L);
   });
 
+  test('a file that cannot be removed keeps its range taken (the release fails and is retried)', async () => {
+    const store = new InMemoryMappingsStore();
+    const m = manager(store);
+    await m.forPod(pod('a', false));
+    const remove = store.remove.bind(store);
+    store.remove = () => Promise.reject(new Error('read-only file system'));
+    await expect(m.release('a')).rejects.toThrow('read-only file system');
+    expect((await m.forPod(pod('b', false)))!.uids[0]!.hostId).toBe(2 * L);
+    store.remove = remove;
+    await m.release('a');
+    expect((await m.forPod(pod('c', false)))!.uids[0]!.hostId).toBe(L);
+  });
+
   test('release frees the range and removes the file; orphans (not known, or without a directory) are released', async () => {
     const store = new InMemoryMappingsStore();
     const m = manager(store);
