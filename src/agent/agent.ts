@@ -56,7 +56,7 @@ import { internalCapacity, nodeAllocatable, nodeCapacity } from '../host/allocat
 import { milliCPUToShares } from '../execution/resources.js';
 import { readMachineInfo } from '../host/machine-info.js';
 import { PodVolumeManager } from '../volume/pod-volumes.js';
-import { defaultIdsPerPod, kubeletMappings, podDirMappingsStore, UserNamespaceManager } from '../host/user-namespaces.js';
+import { kubeletMappings, podDirMappingsStore, UserNamespaceManager } from '../host/user-namespaces.js';
 
 export { AgentConfigError };
 
@@ -245,8 +245,8 @@ export class Agent {
     try {
       userNamespaces = new UserNamespaceManager({
         store: podDirMappingsStore(join(config.rootDir, 'pods')),
-        range: await kubeletMappings(defaultIdsPerPod, log),
-        idsPerPod: defaultIdsPerPod,
+        range: await kubeletMappings(config.kubelet.userNamespacesIdsPerPod, log),
+        idsPerPod: config.kubelet.userNamespacesIdsPerPod,
         maxPods: config.kubelet.maxPods,
         handlers: async () => (await runtime.status({ timeoutMs: 2_000 })).handlers,
         now: clock.now,
