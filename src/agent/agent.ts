@@ -61,6 +61,7 @@ import { internalCapacity, nodeAllocatable, nodeCapacity } from '../host/allocat
 import { milliCPUToShares } from '../execution/resources.js';
 import { readMachineInfo } from '../host/machine-info.js';
 import { PodVolumeManager } from '../volume/pod-volumes.js';
+import { kubeletMappings, podDirMappingsStore, UserNamespaceManager } from '../host/user-namespaces.js';
 
 export { AgentConfigError };
 
@@ -244,6 +245,23 @@ export class Agent {
       throw err;
     }
     await mkdir(config.rootDir, { recursive: true });
+    // kubelet's user namespace manager, with the ranges of the pods already on the node taken again.
+    let userNamespaces: UserNamespaceManager;
+    try {
+      userNamespaces = new UserNamespaceManager({
+        store: podDirMappingsStore(join(config.rootDir, 'pods')),
+        range: await kubeletMappings(config.kubelet.userNamespacesIdsPerPod, log),
+        idsPerPod: config.kubelet.userNamespacesIdsPerPod,
+        maxPods: config.kubelet.maxPods,
+        handlers: async () => (await runtime.status({ timeoutMs: 2_000 })).handlers,
+        now: clock.now,
+        log,
+      });
+      await userNamespaces.recover();
+    } catch (err) {
+      runtime.close();
+      throw new AgentConfigError(`create user namespace manager: ${(err as Error).message}`, { cause: err });
+    }
     const nodeIP = await detectNodeIP(config.nodeIP, node);
     // Pods' hostIP and the probes' host checks follow the Node's InternalIP as its status updates determine it.
     let hostIP = nodeIP;
@@ -344,6 +362,7 @@ export class Agent {
       },
       resizeConditions,
       volumes,
+      userNamespaces,
       runtime,
       images,
       metrics,
@@ -426,7 +445,7 @@ export class Agent {
       signal,
     });
     const shims = new ForgottenShimCollector(runtimeSocketPath(config.runtimeEndpoint));
-    const housekeeping = new Housekeeping({ clock, log, pods: workers, volumes, podCgroups, podNetwork, shims });
+    const housekeeping = new Housekeeping({ clock, log, pods: workers, volumes, userNamespaces, podCgroups, podNetwork, shims });
     const imageGC = new ImageGCManager({
       runtime,
       filesystem: filesystemUsage,

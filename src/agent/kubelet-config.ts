@@ -37,6 +37,8 @@ export interface KubeletConfiguration {
   authentication: KubeletAuthentication;
   authorization: KubeletAuthorization;
   maxPods: number;
+  /** userNamespaces.idsPerPod: the host IDs each pod with hostUsers false gets (kubelet's default 65536). */
+  userNamespacesIdsPerPod: number;
   /** Every pod cgroup's pids.max when positive; -1 (the default) and 0 set none. */
   podPidsLimit: number;
   kubeAPIQPS: number;
@@ -168,6 +170,7 @@ export function defaultKubeletConfiguration(): KubeletConfiguration {
     authentication: { x509: { clientCAFile: '' }, webhook: { enabled: true, cacheTTLMs: 2 * 60_000 }, anonymous: { enabled: false } },
     authorization: { mode: 'Webhook', webhook: { cacheAuthorizedTTLMs: 5 * 60_000, cacheUnauthorizedTTLMs: 30_000 } },
     maxPods: 110,
+    userNamespacesIdsPerPod: 65536,
     podPidsLimit: -1,
     kubeAPIQPS: 50,
     kubeAPIBurst: 100,
@@ -303,7 +306,6 @@ const ignoredFields: Record<string, IgnoredField> = {
   tracing: { kind: 'object' },
   localStorageCapacityIsolation: { kind: 'bool', default: true },
   imageServiceEndpoint: { kind: 'string' },
-  userNamespaces: { kind: 'object' },
 };
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -475,6 +477,15 @@ class FieldReader {
       else if (!isZeroThreshold(threshold)) warn(at, `${JSON.stringify(text)} is not honoured: nodelet does not evict pods; ignored`);
     }
     return out;
+  }
+
+  /** kubelet's validation of userNamespaces.idsPerPod (validation_linux.go), its messages. */
+  idsPerPod(field: string, value: unknown): number {
+    if (typeof value !== 'number' || !Number.isInteger(value)) this.fail(field, `must be an integer, not ${JSON.stringify(value)}`);
+    if (value < 65536) this.fail(field, 'invalid configuration: userNamespaces.idsPerPod must not be less than 65536');
+    if (value % 65536 !== 0) this.fail(field, 'invalid configuration: userNamespaces.idsPerPod must be a multiple of 65536');
+    if (value > 0xffffffff) this.fail(field, `invalid configuration: userNamespaces.idsPerPod must not be more than ${0xffffffff}`);
+    return value;
   }
 
   /** A mapping whose keys are all among `known`. */
@@ -655,6 +666,12 @@ export function parseKubeletConfiguration(text: string, source: string): Kubelet
       case 'podPidsLimit':
         out.podPidsLimit = r.int(field, value, -1);
         break;
+      case 'userNamespaces': {
+        const idsPerPod = r.record(field, value, ['idsPerPod']).idsPerPod;
+        // Left out or 0: kubelet's default.
+        if (idsPerPod !== undefined && idsPerPod !== 0) out.userNamespacesIdsPerPod = r.idsPerPod(`${field}.idsPerPod`, idsPerPod);
+        break;
+      }
       case 'kubeAPIQPS':
         out.kubeAPIQPS = r.int(field, value, 1);
         break;

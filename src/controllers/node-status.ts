@@ -3,6 +3,7 @@ import type { V1ContainerImage, V1Node, V1NodeCondition, V1NodeStatus, V1Taint }
 import type { Image, RuntimeFeatures, RuntimeHandler, RuntimeStatus } from '../cri/types.js';
 import { describeRuntimeCondition, networkNotReadyError } from '../cri/runtime-info.js';
 import type { MachineInfo } from '../host/machine-info.js';
+import { kernelSupportsTmpfsIdmap } from '../host/user-namespaces.js';
 import { canonicalJson as canonical } from '../core/canonical-json.js';
 import { tryParseQuantity } from '../core/quantity.js';
 import { aggregateMessage } from '../core/sync-result.js';
@@ -150,6 +151,18 @@ export interface NodeStatusInputs {
   maxImages: number;
 }
 
+/**
+ * kubelet's RuntimeHandlers setter, with what nodelet does on this node: recursive read-only mounts as the handler has
+ * them; user namespaces where the handler has them and the kernel mounts tmpfs idmapped (nodelet refuses hostUsers false
+ * otherwise).
+ */
+export function nodeRuntimeHandlers(handlers: RuntimeHandler[], kernelVersion: string): NonNullable<V1NodeStatus['runtimeHandlers']> {
+  return handlers.map((h) => ({
+    name: h.name,
+    features: { recursiveReadOnlyMounts: h.recursiveReadOnlyMounts, userNamespaces: h.userNamespaces && kernelSupportsTmpfsIdmap(kernelVersion) },
+  }));
+}
+
 /** kubelet's MaxNamesPerImageInNodeStatus. */
 const maxNamesPerImage = 5;
 
@@ -274,11 +287,7 @@ export function setNodeStatus(node: V1Node, inputs: NodeStatusInputs, now: Date)
   // kubelet's NodeFeatures and RuntimeHandlers setters, from the runtime's last Status.
   if (inputs.runtimeFeatures) status.features = { supplementalGroupsPolicy: inputs.runtimeFeatures.supplementalGroupsPolicy };
   if (inputs.runtimeHandlers) {
-    status.runtimeHandlers = inputs.runtimeHandlers.map((h) => ({
-      name: h.name,
-      // nodelet makes no user namespaces (yet), whatever the runtime could: none of its handlers has them through it.
-      features: { recursiveReadOnlyMounts: h.recursiveReadOnlyMounts, userNamespaces: false },
-    }));
+    status.runtimeHandlers = nodeRuntimeHandlers(inputs.runtimeHandlers, inputs.machine.kernelVersion);
     if (status.runtimeHandlers.length === 0) delete status.runtimeHandlers;
   }
   if (inputs.images) status.images = nodeImages(inputs.images, inputs.maxImages);

@@ -28,12 +28,28 @@ export interface PortMapping {
 /** CRI NamespaceMode: POD = 0, CONTAINER = 1, NODE = 2, TARGET = 3. */
 export type NamespaceMode = 'POD' | 'CONTAINER' | 'NODE' | 'TARGET';
 
+/** CRI IDMapping: `length` IDs from `containerId` in the namespace are `hostId`... on the host. */
+export interface IDMapping {
+  hostId: number;
+  containerId: number;
+  length: number;
+}
+
+/** CRI UserNamespace: POD with the pod's mappings (hostUsers: false), or NODE (the host's, no mappings). */
+export interface UserNamespace {
+  mode: 'POD' | 'NODE';
+  uids: IDMapping[];
+  gids: IDMapping[];
+}
+
 export interface NamespaceOption {
   network: NamespaceMode;
   pid: NamespaceMode;
   ipc: NamespaceMode;
   /** The container whose namespace a TARGET mode joins (an ephemeral container's target). */
   targetId?: string;
+  /** Unset: the host's user namespace. */
+  usernsOptions?: UserNamespace;
 }
 
 /** CRI SecurityProfile (seccomp or AppArmor). localhostRef names the profile when profileType is Localhost. */
@@ -129,6 +145,9 @@ export interface Mount {
   readonly?: boolean;
   selinuxRelabel?: boolean;
   propagation?: MountPropagation;
+  /** The pod's user namespace mappings: the runtime mounts the volume idmapped (hostUsers: false). */
+  uidMappings?: IDMapping[];
+  gidMappings?: IDMapping[];
   /** Submounts read-only too (needs readonly and the handler's recursive_read_only_mounts). */
   recursiveReadOnly?: boolean;
   /** An image volume: the image (by the ID its pull returned) the runtime mounts read-only itself. */
@@ -265,18 +284,19 @@ export interface RuntimeCondition {
   message: string;
 }
 
+/** CRI RuntimeHandler: a runtime handler ('' the default one) and what it supports. */
+export interface RuntimeHandler {
+  name: string;
+  recursiveReadOnlyMounts: boolean;
+  userNamespaces: boolean;
+}
+
 export interface RuntimeStatus {
   conditions: RuntimeCondition[];
   /** The runtime handlers and what each supports (the one named '' is the default handler); none when it lists none. */
   handlers?: RuntimeHandler[];
   /** What the runtime supports whatever the handler; undefined when it does not say (a runtime before CRI 1.31). */
   features?: RuntimeFeatures;
-}
-
-export interface RuntimeHandler {
-  name: string;
-  recursiveReadOnlyMounts: boolean;
-  userNamespaces: boolean;
 }
 
 export interface RuntimeFeatures {

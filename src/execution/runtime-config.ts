@@ -2,7 +2,7 @@
 import { totalmem } from 'node:os';
 import { join } from 'node:path';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
-import type { ContainerConfig, DnsConfig, KeyValueMap, Mount, NamespaceOption, PodSandboxConfig, PortMapping, Protocol } from '../cri/types.js';
+import type { ContainerConfig, DnsConfig, KeyValueMap, Mount, NamespaceOption, PodSandboxConfig, PortMapping, Protocol, UserNamespace } from '../cri/types.js';
 import { containerHash } from '../decisions/container-hash.js';
 import { ExpansionLimitError, expandVars } from '../core/env-expansion.js';
 import { configError } from './env.js';
@@ -68,17 +68,23 @@ export function terminationGracePeriodSeconds(pod: V1Pod): number {
   return pod.spec?.terminationGracePeriodSeconds ?? defaultTerminationGracePeriodSeconds;
 }
 
-function namespaceOptions(pod: V1Pod): NamespaceOption {
+/**
+ * kubelet's NamespacesForPod. The user namespace is sent only for a pod with its own (hostUsers: false): kubelet sends
+ * NODE mode for the others, which containerd treats as no option at all, but containerd refuses a container whose option
+ * differs from its sandbox's, and sandboxes created by an earlier nodelet have none.
+ */
+function namespaceOptions(pod: V1Pod, userNamespace: UserNamespace | undefined): NamespaceOption {
   const spec = pod.spec ?? { containers: [] };
   return {
     network: spec.hostNetwork ? 'NODE' : 'POD',
     pid: spec.hostPID ? 'NODE' : spec.shareProcessNamespace ? 'POD' : 'CONTAINER',
     ipc: spec.hostIPC ? 'NODE' : 'POD',
+    ...(userNamespace ? { usernsOptions: userNamespace } : {}),
   };
 }
 
-function containerNamespaceOptions(pod: V1Pod, targetContainerId: string | undefined): NamespaceOption {
-  const options = namespaceOptions(pod);
+function containerNamespaceOptions(pod: V1Pod, targetContainerId: string | undefined, userNamespace: UserNamespace | undefined): NamespaceOption {
+  const options = namespaceOptions(pod, userNamespace);
   return targetContainerId && options.pid === 'CONTAINER' ? { ...options, pid: 'TARGET', targetId: targetContainerId } : options;
 }
 
@@ -102,8 +108,11 @@ function portMappings(pod: V1Pod): PortMapping[] {
   return mappings;
 }
 
-/** The sandbox's config; `dnsConfig` is the pod's (dns.ts podDnsConfig), absent where the runtime does not read it. */
-export function buildSandboxConfig(pod: V1Pod, attempt: number, node: NodeRuntimeSettings, dnsConfig?: DnsConfig): PodSandboxConfig {
+/**
+ * The sandbox's config; `dnsConfig` is the pod's (dns.ts podDnsConfig), absent where the runtime does not read it;
+ * `userNamespace` the pod's own (host/user-namespaces.ts), absent for a pod in the host's.
+ */
+export function buildSandboxConfig(pod: V1Pod, attempt: number, node: NodeRuntimeSettings, dnsConfig?: DnsConfig, userNamespace?: UserNamespace): PodSandboxConfig {
   const m = pod.metadata ?? {};
   return {
     metadata: { name: m.name ?? '', namespace: m.namespace ?? 'default', uid: m.uid ?? '', attempt },
@@ -115,7 +124,7 @@ export function buildSandboxConfig(pod: V1Pod, attempt: number, node: NodeRuntim
     annotations: { ...(m.annotations ?? {}) },
     linux: {
       ...(node.cgroupsPerQOS ? { cgroupParent: runtimeCgroupParent(podCgroupParent(pod, node.cgroupRoot), node.cgroupDriver) } : {}),
-      securityContext: sandboxSecurityContext(pod, namespaceOptions(pod)),
+      securityContext: sandboxSecurityContext(pod, namespaceOptions(pod, userNamespace)),
       sysctls: podSysctls(pod),
     },
   };
@@ -136,6 +145,8 @@ export interface ContainerConfigInputs {
    * as kubelet does when the pod does not share one namespace already.
    */
   targetContainerId?: string;
+  /** The pod's own user namespace (the sandbox's): the container joins it and its volumes are mounted idmapped into it. */
+  userNamespace?: UserNamespace;
 }
 
 /**
@@ -177,7 +188,10 @@ export function buildContainerConfig(
     args: expandAll(pod, container, 'args', env),
     workingDir: container.workingDir ?? '',
     envs: [...env].map(([key, value]) => ({ key, value })),
-    mounts: inputs.mounts ?? [],
+    // As kubelet: every mount carries the pod's mappings, so the runtime mounts it idmapped (host root is the pod's root).
+    mounts: (inputs.mounts ?? []).map((m) =>
+      inputs.userNamespace ? { ...m, uidMappings: inputs.userNamespace.uids, gidMappings: inputs.userNamespace.gids } : m,
+    ),
     labels: { ...podIdentityLabels(pod), [containerNameLabel]: container.name },
     annotations,
     logPath: containerLogPath(container.name, restartCount),
@@ -189,7 +203,7 @@ export function buildContainerConfig(
         pod,
         container,
         inputs.imageUser ?? { username: '' },
-        containerNamespaceOptions(pod, inputs.targetContainerId),
+        containerNamespaceOptions(pod, inputs.targetContainerId, inputs.userNamespace),
         inputs.node?.seccompProfileRoot,
       ),
     },

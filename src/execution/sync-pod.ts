@@ -6,7 +6,7 @@ import type { EventRecorder } from '../core/events.js';
 import type { ApiObjectSource, ServiceLister } from '../core/api-objects.js';
 import { isStaticPod } from '../core/config-annotations.js';
 import type { Clock } from '../core/clock.js';
-import type { DnsConfig, PodSandboxConfig, RuntimeHandler, RuntimeService } from '../cri/types.js';
+import type { DnsConfig, PodSandboxConfig, RuntimeHandler, RuntimeService, UserNamespace } from '../cri/types.js';
 import { grpcCodeName, isNotFound } from '../cri/errors.js';
 import type { Logger } from '../core/log.js';
 import type { Backoff } from '../decisions/backoff.js';
@@ -19,6 +19,7 @@ import { isRestartableInitContainer } from '../decisions/init-containers.js';
 import type { EnsuredImage, ImageManager } from './images.js';
 import type { PodCgroupManager } from '../host/cgroups.js';
 import type { PodFilesystem } from '../host/filesystem.js';
+import type { UserNamespaceManager } from '../host/user-namespaces.js';
 import { podCgroupParent, podCgroupResources } from './resources.js';
 import { runLifecycleHook } from './lifecycle-hooks.js';
 import { latestContainer, type ContainerObservation, type PodRuntimeState } from '../core/runtime-state.js';
@@ -56,6 +57,8 @@ export interface SyncDeps {
   podCgroups?: PodCgroupManager;
   /** Sets up, mounts and tears down pod volumes under <root-dir>/pods/<uid>. */
   volumes: PodVolumeManager;
+  /** The user namespaces of pods with hostUsers false: their ranges, given at the sandbox's creation, freed at the end. */
+  userNamespaces: Pick<UserNamespaceManager, 'forPod' | 'release'>;
   /** configMaps, secrets and tokens from the API server (cluster mode); undefined standalone. */
   apiObjects?: ApiObjectSource;
   /** The cluster's Services for the pods' service variables (cluster mode); undefined standalone: no variables. */
@@ -218,6 +221,8 @@ async function startContainer(
   sandboxId: string,
   sandboxConfig: PodSandboxConfig,
   imageVolumes: ImageVolumePulls,
+  /** The pod's own user namespace, or why it cannot have it (the container's config then cannot be made). */
+  userNamespace: UserNamespace | Error | undefined,
   log: Logger,
   signal?: AbortSignal,
 ): Promise<StepResult> {
@@ -249,6 +254,7 @@ async function startContainer(
   }
   let containerId: string;
   try {
+    if (userNamespace instanceof Error) throw new SyncError('CreateContainerConfigError', userNamespace.message, { cause: userNamespace });
     const podIPs = pod.spec?.hostNetwork ? [deps.hostIP()] : deps.podIPs(sandboxId);
     const env = await containerEnv(pod, spec, field, {
       serviceEnv: podServiceEnv(deps, pod),
@@ -273,6 +279,7 @@ async function startContainer(
       node: deps.node,
       mounts,
       targetContainerId: ephemeralTargetId(pod, spec, state),
+      ...(userNamespace ? { userNamespace } : {}),
     });
     await deps.files.makeDirs(join(sandboxConfig.logDirectory, spec.name), 0o755);
     deps.metrics?.containerStarted(containerType);
@@ -416,13 +423,20 @@ export async function executePodActions(
     }
   }
 
+  // kubelet's NamespacesForPod, which the sandbox's config and every container's ask: the pod's user namespace.
+  let userNamespace: UserNamespace | Error | undefined;
+  if (actions.createSandbox || starting.length > 0) {
+    userNamespace = await deps.userNamespaces.forPod(pod).catch((err: unknown) => (err instanceof Error ? err : new Error(String(err))));
+  }
+
   let sandboxId = actions.sandboxId;
   let attempt = state.sandboxes.find((s) => s.id === sandboxId)?.attempt ?? actions.attempt;
   if (actions.createSandbox) {
     if (state.sandboxes.length > 0) deps.events.event({ pod }, 'Normal', 'SandboxChanged', 'Pod sandbox changed, it will be killed and re-created.');
     attempt = actions.attempt;
     try {
-      const config = buildSandboxConfig(pod, attempt, deps.node, await sandboxDns(deps, pod));
+      if (userNamespace instanceof Error) throw userNamespace;
+      const config = buildSandboxConfig(pod, attempt, deps.node, await sandboxDns(deps, pod), userNamespace);
       await Promise.all([
         deps.files.makeDirs(config.logDirectory, 0o755),
         deps.podCgroups?.ensurePod(podCgroupParent(pod, deps.node.cgroupRoot), podCgroupResources(pod, deps.node.podPidsLimit)),
@@ -442,18 +456,18 @@ export async function executePodActions(
     }
   }
 
-  const sandboxConfig = buildSandboxConfig(pod, attempt, deps.node);
+  const sandboxConfig = buildSandboxConfig(pod, attempt, deps.node, undefined, userNamespace instanceof Error ? undefined : userNamespace);
   const imageVolumes = starting.length > 0 ? await pullImageVolumes(deps, pod, sandboxConfig, log, signal) : new Map<string, ImageVolumePull>();
   // As kubelet: ephemeral containers before init containers, so a debug container starts even while initialization
   // fails; one that fails does not hold the others back.
   const ephemeral = ephemeralContainers(pod);
   for (const start of actions.ephemeralContainersToStart) {
-    results.push(await startContainer(deps, pod, ephemeral[start.specIndex]!, 'ephemeral_container', start, state, sandboxId, sandboxConfig, imageVolumes, log, signal));
+    results.push(await startContainer(deps, pod, ephemeral[start.specIndex]!, 'ephemeral_container', start, state, sandboxId, sandboxConfig, imageVolumes, userNamespace, log, signal));
   }
   const inits = pod.spec?.initContainers ?? [];
   for (const start of actions.initContainersToStart) {
     const spec = inits[start.specIndex]!;
-    const result = await startContainer(deps, pod, spec, 'init_container', start, state, sandboxId, sandboxConfig, imageVolumes, log, signal);
+    const result = await startContainer(deps, pod, spec, 'init_container', start, state, sandboxId, sandboxConfig, imageVolumes, userNamespace, log, signal);
     results.push(result);
     // An init container that cannot start stops initialization; a sidecar that cannot does not.
     if (result.error && !isRestartableInitContainer(spec)) return results;
@@ -480,7 +494,7 @@ export async function executePodActions(
   }
   const specs = pod.spec?.containers ?? [];
   for (const start of actions.containersToStart) {
-    results.push(await startContainer(deps, pod, specs[start.specIndex]!, 'container', start, state, sandboxId, sandboxConfig, imageVolumes, log, signal));
+    results.push(await startContainer(deps, pod, specs[start.specIndex]!, 'container', start, state, sandboxId, sandboxConfig, imageVolumes, userNamespace, log, signal));
   }
   return results;
 }
@@ -552,6 +566,8 @@ export async function terminatePod(
   if (keepContent) {
     await deps.podCgroups?.removePod(state.uid);
     await deps.volumes.tearDown(state.uid, log, signal);
+    // As kubelet's SyncTerminatedPod: nothing of the pod runs any more, its range may go to another pod.
+    await deps.userNamespaces.release(state.uid);
     return;
   }
   for (const s of state.sandboxes) {
@@ -569,5 +585,6 @@ export async function terminatePod(
   }
   await deps.podCgroups?.removePod(state.uid);
   await deps.volumes.tearDown(state.uid, log, signal);
+  await deps.userNamespaces.release(state.uid);
   if (logDirectory) await deps.files.removeAll(logDirectory);
 }

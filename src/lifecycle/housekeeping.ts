@@ -1,5 +1,5 @@
 // Housekeeping after each relist (kubelet's HandlePodCleanups): what pods nodelet no longer knows left on the host is
-// removed on a schedule. Their directories every 2 s; their cgroups, once the pod sources have spoken, and the pod
+// removed on a schedule. Their directories (and then their user namespace ranges) every 2 s; their cgroups, once the pod sources have spoken, and the pod
 // network's attachments of vanished sandboxes and the shims containerd forgot every minute. A collection never starts
 // while its previous run goes on.
 import type { Clock } from '../core/clock.js';
@@ -7,6 +7,7 @@ import type { Logger } from '../core/log.js';
 import type { PodNetwork } from '../cni/pod-network.js';
 import type { PodCgroupManager } from '../host/cgroups.js';
 import type { ForgottenShimCollector } from '../host/runtime-shims.js';
+import type { UserNamespaceManager } from '../host/user-namespaces.js';
 import type { PodVolumeManager } from '../volume/pod-volumes.js';
 import type { PodWorkers } from './pod-workers.js';
 import type { NodeRuntimeSnapshot } from './runtime-observer.js';
@@ -22,6 +23,7 @@ export interface HousekeepingDeps {
   /** Which UIDs are desired or have a worker (every UID counts as known until the pod sources have spoken). */
   pods: Pick<PodWorkers, 'isKnown' | 'desiredPodsKnown'>;
   volumes: Pick<PodVolumeManager, 'removeOrphanedPodDirs'>;
+  userNamespaces: Pick<UserNamespaceManager, 'releaseOrphans'>;
   podCgroups: Pick<PodCgroupManager, 'garbageCollect'>;
   podNetwork: Pick<PodNetwork, 'garbageCollect'>;
   /** The runtime's forgotten shims (containerd's; with another runtime there are none to find). */
@@ -54,7 +56,7 @@ export class Housekeeping {
 
   /** After each relist, once the workers have seen it: starts the collections that are due, in the background. */
   afterRelist(snapshot: NodeRuntimeSnapshot, signal: AbortSignal): void {
-    const { clock, log, pods, volumes, podCgroups, podNetwork, shims } = this.deps;
+    const { clock, log, pods, volumes, userNamespaces, podCgroups, podNetwork, shims } = this.deps;
     const now = clock.now();
     const isKnown = (uid: string) => pods.isKnown(uid);
     // <root-dir>/pods/<uid> of pods neither desired nor in the runtime (e.g. removed while nodelet was down).
@@ -62,7 +64,11 @@ export class Housekeeping {
       volumes
         .removeOrphanedPodDirs(isKnown, log, signal)
         .then((removed) => void (removed.length > 0 && log.info({ podUids: removed }, 'Removed the directories of orphaned pods')))
-        .catch((err: unknown) => log.warn({ err }, 'Cleaning up orphaned pod directories failed')),
+        .catch((err: unknown) => log.warn({ err }, 'Cleaning up orphaned pod directories failed'))
+        // kubelet's CleanupOrphanedPodUsernsAllocations: ranges of pods neither known nor with a directory.
+        .then(() => userNamespaces.releaseOrphans(isKnown))
+        .then((released) => void (released.length > 0 && log.info({ podUids: released }, 'Released the user namespaces of orphaned pods')))
+        .catch((err: unknown) => log.warn({ err }, 'Failed cleaning up orphaned pod user namespaces allocations')),
     );
     // Pod cgroups of pods neither desired nor in the runtime: only once the desired pods are known.
     if (pods.desiredPodsKnown) {

@@ -63,12 +63,15 @@ export function validatePodDocument(doc: JsonObject, podName: (manifestName: str
   }
   const hostNetwork = spec.hostNetwork;
   if (hostNetwork !== undefined && typeof hostNetwork !== 'boolean') errs.push(wrongType('spec.hostNetwork', hostNetwork, 'a boolean'));
+  validateBooleans(spec, ['hostUsers'], 'spec', errs);
+  // The apiserver's default: a pod without hostUsers runs in the host's user namespace.
+  const hostUsers = spec.hostUsers !== false;
 
   const names = new Set<string>();
   const initContainers = spec.initContainers;
   if (initContainers !== undefined) {
     if (!Array.isArray(initContainers)) errs.push(wrongType('spec.initContainers', initContainers, 'a list'));
-    else initContainers.forEach((c, i) => validateContainer(c, `spec.initContainers[${i}]`, names, hostNetwork === true, errs));
+    else initContainers.forEach((c, i) => validateContainer(c, `spec.initContainers[${i}]`, names, hostNetwork === true, hostUsers, errs));
   }
   const containers = spec.containers;
   if (containers === undefined || (Array.isArray(containers) && containers.length === 0)) {
@@ -76,12 +79,13 @@ export function validatePodDocument(doc: JsonObject, podName: (manifestName: str
   } else if (!Array.isArray(containers)) {
     errs.push(wrongType('spec.containers', containers, 'a list'));
   } else {
-    containers.forEach((c, i) => validateContainer(c, `spec.containers[${i}]`, names, hostNetwork === true, errs));
+    containers.forEach((c, i) => validateContainer(c, `spec.containers[${i}]`, names, hostNetwork === true, hostUsers, errs));
   }
   validatePodVolumes(spec, errs);
 
   validatePodSecurityContext(spec, errs);
   validatePodHostName(spec, errs);
+  if (!hostUsers) validateHostUsers(spec, errs);
   const restartPolicy = spec.restartPolicy;
   if (restartPolicy !== undefined && !(restartPolicies as readonly unknown[]).includes(restartPolicy)) {
     errs.push(notSupported('spec.restartPolicy', restartPolicy, restartPolicies));
@@ -142,7 +146,7 @@ function validateMetadata(metadata: unknown, podName: (manifestName: string) => 
   }
 }
 
-function validateContainer(container: unknown, path: string, names: Set<string>, hostNetwork: boolean, errs: FieldError[]): void {
+function validateContainer(container: unknown, path: string, names: Set<string>, hostNetwork: boolean, hostUsers: boolean, errs: FieldError[]): void {
   if (!isObject(container)) {
     errs.push(wrongType(path, container, 'an object'));
     return;
@@ -190,7 +194,7 @@ function validateContainer(container: unknown, path: string, names: Set<string>,
   validatePorts(container.ports, `${path}.ports`, hostNetwork, errs);
   validateEnv(container.env, `${path}.env`, errs);
   validateResourceRequirements(container.resources, `${path}.resources`, errs);
-  validateSecurityContext(container.securityContext, `${path}.securityContext`, errs);
+  validateSecurityContext(container.securityContext, `${path}.securityContext`, hostUsers, errs);
   validateProbes(container, path, errs);
 }
 
@@ -496,7 +500,7 @@ function validateSeccompProfile(profile: unknown, path: string, errs: FieldError
 const procMountTypes = ['Default', 'Unmasked'] as const;
 
 /** The apiserver's ValidateSecurityContext for a container. */
-function validateSecurityContext(sc: unknown, path: string, errs: FieldError[]): void {
+function validateSecurityContext(sc: unknown, path: string, hostUsers: boolean, errs: FieldError[]): void {
   if (sc === undefined) return;
   if (!isObject(sc)) {
     errs.push(wrongType(path, sc, 'an object'));
@@ -520,14 +524,34 @@ function validateSecurityContext(sc: unknown, path: string, errs: FieldError[]):
   const procMount = sc.procMount;
   if (procMount !== undefined && !(procMountTypes as readonly unknown[]).includes(procMount)) {
     errs.push(notSupported(`${path}.procMount`, procMount, procMountTypes));
-  } else if (procMount === 'Unmasked') {
-    // An unmasked /proc is only allowed in a user namespace, which nodelet does not create (hostUsers stays true).
+  } else if (procMount === 'Unmasked' && hostUsers) {
+    // An unmasked /proc is only allowed in the pod's own user namespace.
     errs.push(invalid(`${path}.procMount`, procMount, '`hostUsers` must be false to use `Unmasked`'));
   }
   validateSeccompProfile(sc.seccompProfile, `${path}.seccompProfile`, errs);
   if (sc.allowPrivilegeEscalation === false) {
     if (sc.privileged === true) errs.push(invalid(path, sc, 'cannot set `allowPrivilegeEscalation` to false and `privileged` to true'));
     if (added.includes('CAP_SYS_ADMIN')) errs.push(invalid(path, sc, 'cannot set `allowPrivilegeEscalation` to false and `capabilities.Add` CAP_SYS_ADMIN'));
+  }
+}
+
+/**
+ * The apiserver's validateHostUsers for hostUsers false: no host network (UserNamespacesHostNetworkSupport is alpha, off
+ * in 1.37), PID or IPC namespace, no volumeDevices (neither idmapped nor chowned). The field paths are the apiserver's.
+ */
+function validateHostUsers(spec: JsonObject, errs: FieldError[]): void {
+  const reason = 'when `hostUsers` is false';
+  if (spec.hostNetwork === true) errs.push(forbidden('spec.hostNetwork', reason));
+  if (spec.hostPID === true) errs.push(forbidden('spec.HostPID', reason));
+  if (spec.hostIPC === true) errs.push(forbidden('spec.HostIPC', reason));
+  for (const list of ['containers', 'initContainers'] as const) {
+    const containers = spec[list];
+    if (!Array.isArray(containers)) continue;
+    containers.forEach((c: unknown, i: number) => {
+      if (isObject(c) && Array.isArray(c.volumeDevices) && c.volumeDevices.length > 0) {
+        errs.push(forbidden(`spec.${list}[${i}].volumeDevices`, reason));
+      }
+    });
   }
 }
 

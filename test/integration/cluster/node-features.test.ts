@@ -72,8 +72,8 @@ test("node.status.features and runtimeHandlers say what containerd's Status says
   expect(node.status!.features).toEqual({ supplementalGroupsPolicy: true });
   const handlers = node.status!.runtimeHandlers ?? [];
   // containerd lists its default handler as '' beside its runtimes by name; runc 1.5.3 on this kernel (>= 5.12) has rro.
-  expect(handlers.find((h) => h.name === '')).toEqual({ name: '', features: { recursiveReadOnlyMounts: true, userNamespaces: false } });
-  expect(handlers.find((h) => h.name === 'runc')?.features).toEqual({ recursiveReadOnlyMounts: true, userNamespaces: false });
+  expect(handlers.find((h) => h.name === '')).toEqual({ name: '', features: { recursiveReadOnlyMounts: true, userNamespaces: true } });
+  expect(handlers.find((h) => h.name === 'runc')?.features).toEqual({ recursiveReadOnlyMounts: true, userNamespaces: true });
 });
 
 test.each([

@@ -18,7 +18,8 @@ export const vmNode = 'nodelet-vm';
 const podName = 'vm-hello';
 
 /** The host's checks, in order; each reports `PASS host/<check>: ...` or `FAIL host/<check>: ...`. */
-export const hostChecks = ['Node Ready', 'pod scheduled and Running', 'kubectl logs', 'pod deleted'];
+export const hostChecks = ['Node Ready', 'pod scheduled and Running', 'kubectl logs', 'pod deleted', 'hostUsers false pod in its own user namespace'];
+const usernsPodName = 'vm-userns';
 
 const podManifest = `apiVersion: v1
 kind: Pod
@@ -35,6 +36,23 @@ spec:
         - name: NODE_NAME
           valueFrom: { fieldRef: { fieldPath: spec.nodeName } }
       command: ["sh", "-c", "echo hello from $NODE_NAME; trap 'exit 0' TERM; while true; do sleep 1; done"]
+`;
+
+// Prints its uid_map (the range the guest's nodelet allocated, not the identity map) and reads its ServiceAccount token,
+// a tmpfs file mounted idmapped (Linux 6.3 and newer, Debian 13's 6.12).
+const usernsPodManifest = `apiVersion: v1
+kind: Pod
+metadata:
+  name: ${usernsPodName}
+  namespace: default
+spec:
+  nodeSelector: { kubernetes.io/hostname: ${vmNode} }
+  hostUsers: false
+  terminationGracePeriodSeconds: 5
+  containers:
+    - name: main
+      image: ${busybox}
+      command: ["sh", "-c", "cat /proc/self/uid_map; stat -L -c 'token owner %u' /var/run/secrets/kubernetes.io/serviceaccount/token; trap 'exit 0' TERM; while true; do sleep 1; done"]
 `;
 
 export class GuestCluster {
@@ -146,5 +164,17 @@ export class GuestCluster {
     const after = await kubectl.tryRun('get', 'pod', podName);
     if (!after.stderr.includes('NotFound')) throw new Error(`${podName} is still there: ${after.stdout}${after.stderr}`);
     pass('pod deleted', 'gone from the API server after the node stopped it');
+
+    const handler = (await kubectl.get<V1Node>('node', vmNode)).status?.runtimeHandlers?.find((h) => h.name === '');
+    if (handler?.features?.userNamespaces !== true) throw new Error(`the Node's default runtime handler: ${JSON.stringify(handler)}`);
+    await kubectl.fromFile('create', `${usernsPodName}.yaml`, usernsPodManifest);
+    const mapping = await until(`kubectl logs ${usernsPodName}`, 300_000, async () => {
+      const r = await kubectl.tryRun('logs', usernsPodName);
+      const m = /^\s*0\s+(\d+)\s+65536\s*\ntoken owner 0$/m.exec(r.stdout);
+      return m ? { firstId: Number(m[1]), text: r.stdout.trim() } : undefined;
+    });
+    if (mapping.firstId < 65536 || mapping.firstId % 65536 !== 0) throw new Error(`${usernsPodName}'s uid_map: ${mapping.text}`);
+    await kubectl.run('delete', 'pod', usernsPodName, '--timeout=120s');
+    pass('hostUsers false pod in its own user namespace', `the Node's runtime handler has userNamespaces; uid_map and token owner: ${JSON.stringify(mapping.text)}`);
   }
 }

@@ -279,7 +279,7 @@ describe('runtime features and handlers (kubelet\'s NodeFeatures and RuntimeHand
     features: { supplementalGroupsPolicy: true },
   };
 
-  test('the runtime\'s last Status: features and every handler, userNamespaces false (nodelet makes none)', () => {
+  test('the runtime\'s last Status: features and every handler, userNamespaces only where the kernel mounts tmpfs idmapped (not this 6.1)', () => {
     const state = new RuntimeState();
     expect([state.handlers(), state.features()]).toEqual([undefined, undefined]);
     state.update(containerd, 0);

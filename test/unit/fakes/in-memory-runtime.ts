@@ -34,7 +34,9 @@ import type {
   PodSandboxFilter,
   PodSandboxState,
   PodSandboxStatus,
+  NamespaceOption,
   RuntimeCondition,
+  RuntimeHandler,
   RuntimeService,
   RuntimeStatus,
   VersionInfo,
@@ -222,6 +224,11 @@ export class InMemoryRuntime implements RuntimeService, ImageService {
     { type: 'RuntimeReady', status: true, reason: '', message: '' },
     { type: 'NetworkReady', status: true, reason: '', message: '' },
   ];
+  /** containerd 2's: the default handler and runc, both with user namespaces (runc 1.2+ has idmapped mounts). */
+  private handlers: RuntimeHandler[] = [
+    { name: '', recursiveReadOnlyMounts: true, userNamespaces: true },
+    { name: 'runc', recursiveReadOnlyMounts: true, userNamespaces: true },
+  ];
   private readonly log: CriCall[] = [];
   private down = false;
   private seq = 0;
@@ -246,7 +253,7 @@ export class InMemoryRuntime implements RuntimeService, ImageService {
 
   async status(opts?: CallOptions): Promise<RuntimeStatus> {
     await this.receive('status', {}, opts);
-    return { conditions: clone(this.conditions) };
+    return { conditions: clone(this.conditions), handlers: clone(this.handlers) };
   }
 
   async runPodSandbox(config: PodSandboxConfig, runtimeHandler = '', opts?: CallOptions): Promise<string> {
@@ -326,6 +333,11 @@ export class InMemoryRuntime implements RuntimeService, ImageService {
     const sandbox = this.findSandbox('createContainer', podSandboxId, `failed to find sandbox id "${podSandboxId}"`);
     if (sandbox.state !== 'SANDBOX_READY') {
       throw this.error('createContainer', GrpcStatus.UNKNOWN, `sandbox container "${sandbox.id}" is not running`);
+    }
+    // containerd's sameUsernsConfig: the container's user namespace must be the one of the sandbox config sent with it.
+    const userns = (ns: NamespaceOption | undefined) => JSON.stringify(ns?.usernsOptions ?? null);
+    if (userns(config.linux?.securityContext?.namespaceOptions) !== userns(sandboxConfig.linux?.securityContext?.namespaceOptions)) {
+      throw this.error('createContainer', GrpcStatus.UNKNOWN, 'user namespace config for sandbox is different from container');
     }
     const sm = sandboxConfig.metadata;
     const name = [config.metadata.name, sm.name, sm.namespace, sm.uid, config.metadata.attempt].join('_');
@@ -591,6 +603,11 @@ export class InMemoryRuntime implements RuntimeService, ImageService {
   }
 
   /** Sets a condition Status reports (RuntimeReady, NetworkReady, or another). */
+  /** What Status tells of the runtime handlers; [] as a runtime before CRI's runtime_handlers. */
+  setRuntimeHandlers(handlers: RuntimeHandler[]): void {
+    this.handlers = clone(handlers);
+  }
+
   setCondition(type: string, status: boolean, reason = '', message = ''): void {
     const existing = this.conditions.find((c) => c.type === type);
     if (existing) Object.assign(existing, { status, reason, message });

@@ -15,6 +15,7 @@ import type { PodProber } from '../../../src/prober/manager.js';
 import { VolumeSetUpError, type PodVolumeManager } from '../../../src/volume/pod-volumes.js';
 import type { ImageVolumePulls } from '../../../src/volume/image-volumes.js';
 import type { Mount } from '../../../src/cri/types.js';
+import { defaultIdsPerPod, defaultKubeletRange, UserNamespaceManager, type MappingsStore } from '../../../src/host/user-namespaces.js';
 import { FakeClock } from '../core/fake-clock.js';
 import { InMemoryFilesystem } from './in-memory-filesystem.js';
 import { InMemoryRuntime } from './in-memory-runtime.js';
@@ -33,6 +34,25 @@ export interface RecordedEvent {
   type: EventType;
   reason: string;
   message: string;
+}
+
+/** The pods' userns files, in memory (a pod "has a directory" once a file was written for it). */
+export class InMemoryMappingsStore implements MappingsStore {
+  readonly files = new Map<string, string>();
+  readonly dirs = new Set<string>();
+  async read(uid: string) {
+    return this.files.get(uid);
+  }
+  async write(uid: string, content: string) {
+    this.dirs.add(uid);
+    this.files.set(uid, content);
+  }
+  async remove(uid: string) {
+    this.files.delete(uid);
+  }
+  async pods() {
+    return [...this.dirs];
+  }
 }
 
 export class RecordedEvents implements EventRecorder {
@@ -116,6 +136,8 @@ export interface LifecycleFakes {
   pullBackoff: Backoff;
   observer: RuntimeObserver;
   statuses: { uid: string; status: V1PodStatus; final: boolean }[];
+  /** The pods' userns files the user namespace manager keeps. */
+  usernsStore: InMemoryMappingsStore;
   deps: PodWorkerDeps;
 }
 
@@ -133,6 +155,17 @@ export function lifecycleFakes(): LifecycleFakes {
   const pullBackoff = new Backoff();
   const observer = new RuntimeObserver(runtime, { podIPs: () => undefined }, files);
   const statuses: LifecycleFakes['statuses'] = [];
+  const usernsStore = new InMemoryMappingsStore();
+  const userNamespaces = new UserNamespaceManager({
+    store: usernsStore,
+    range: defaultKubeletRange(defaultIdsPerPod),
+    idsPerPod: defaultIdsPerPod,
+    maxPods: 110,
+    handlers: async () => (await runtime.status()).handlers,
+    now: () => clock.now(),
+    log: pino({ level: 'silent' }),
+    kernelRelease: '6.12.0',
+  });
   const sync: SyncDeps = {
     runtime,
     hostIP: () => '192.168.1.10',
@@ -144,6 +177,7 @@ export function lifecycleFakes(): LifecycleFakes {
     clock,
     files,
     volumes: volumes as unknown as PodVolumeManager,
+    userNamespaces,
     events,
   };
   const deps: PodWorkerDeps = {
@@ -156,5 +190,5 @@ export function lifecycleFakes(): LifecycleFakes {
     prober,
     onStatus: (pod, status, final) => statuses.push({ uid: pod.metadata!.uid!, status, final }),
   };
-  return { clock, runtime, files, events, prober, volumes, crashBackoff, pullBackoff, observer, statuses, deps };
+  return { clock, runtime, files, events, prober, volumes, crashBackoff, pullBackoff, observer, statuses, usernsStore, deps };
 }

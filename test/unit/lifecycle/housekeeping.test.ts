@@ -25,11 +25,20 @@ function setup() {
   const shims = pending<[]>([]);
   const shimKnownIds: string[][] = [];
   const pods = { desiredPodsKnown: false, isKnown: (_uid: string) => true };
+  /** Each user namespace sweep, with what the pod directory sweep before it had finished by then. */
+  const usernsSweeps: { afterDirs: number }[] = [];
+  let dirsFinished = 0;
   const deps: HousekeepingDeps = {
     clock,
     log: pino({ level: 'silent' }),
     pods,
-    volumes: { removeOrphanedPodDirs: dirs.run },
+    volumes: { removeOrphanedPodDirs: () => dirs.run().finally(() => dirsFinished++) },
+    userNamespaces: {
+      releaseOrphans: async () => {
+        usernsSweeps.push({ afterDirs: dirsFinished });
+        return [];
+      },
+    },
     podCgroups: { garbageCollect: cgroups.run },
     podNetwork: {
       garbageCollect: (ids: Set<string>) => {
@@ -60,7 +69,7 @@ function setup() {
     shims.finishAll();
     await settle();
   };
-  return { clock, dirs, cgroups, network, networkSandboxes, shims, shimKnownIds, pods, housekeeping, snapshot, signal, relistAt, finishAll };
+  return { clock, dirs, cgroups, network, networkSandboxes, shims, shimKnownIds, pods, usernsSweeps, housekeeping, snapshot, signal, relistAt, finishAll };
 }
 
 test('the first relist sweeps pod directories and the pod network; cgroups wait until the desired pods are known', async () => {
@@ -84,6 +93,16 @@ test(`pod directories are swept at most every ${podDirSweepIntervalMs} ms`, asyn
     await t.finishAll();
   }
   expect(t.dirs.calls).toHaveLength(3); // at 0, 2 000 and 4 000
+});
+
+test('user namespace ranges of orphaned pods are released after each pod directory sweep has finished', async () => {
+  const t = setup();
+  await t.relistAt(0);
+  expect(t.usernsSweeps).toEqual([]);
+  await t.finishAll();
+  await t.relistAt(2_000);
+  await t.finishAll();
+  expect(t.usernsSweeps).toEqual([{ afterDirs: 1 }, { afterDirs: 2 }]);
 });
 
 test(`cgroups, network attachments and forgotten shims are collected at most every ${orphanCollectionIntervalMs} ms`, async () => {
@@ -118,13 +137,14 @@ test('a collection still running is not started again, however long it takes; th
 
 test('a failed collection is logged and does not stop the schedule', async () => {
   const t = setup();
-  const calls = { dirs: 0, cgroups: 0, network: 0, shims: 0 };
+  const calls = { dirs: 0, userns: 0, cgroups: 0, network: 0, shims: 0 };
   const fail = (what: keyof typeof calls) => () => (calls[what]++, Promise.reject(new Error('busy')));
   const failing = new Housekeeping({
     clock: t.clock,
     log: pino({ level: 'silent' }),
     pods: { desiredPodsKnown: true, isKnown: () => true },
     volumes: { removeOrphanedPodDirs: fail('dirs') },
+    userNamespaces: { releaseOrphans: fail('userns') },
     podCgroups: { garbageCollect: fail('cgroups') },
     podNetwork: { garbageCollect: fail('network') },
     shims: { collect: fail('shims') },
@@ -134,5 +154,6 @@ test('a failed collection is logged and does not stop the schedule', async () =>
   t.clock.time = orphanCollectionIntervalMs;
   failing.afterRelist(t.snapshot(), t.signal);
   await settle();
-  expect(calls).toEqual({ dirs: 2, cgroups: 2, network: 2, shims: 2 });
+  // The user namespace sweep runs even when the directory sweep failed.
+  expect(calls).toEqual({ dirs: 2, userns: 2, cgroups: 2, network: 2, shims: 2 });
 });
