@@ -173,8 +173,8 @@ describe('CriClient against a fake runtime', () => {
     ]);
     handlers.set('ContainerStatus', () => ({ status: { id: 'c1', mounts } }));
     expect((await client.containerStatus('c1')).mounts).toEqual([
-      { containerPath: '/img', hostPath: '', readonly: true, selinuxRelabel: false, propagation: 'PROPAGATION_PRIVATE', recursiveReadOnly: false, image, imageSubPath: 'dir' },
-      { containerPath: '/data', hostPath: '/var/lib/x', readonly: false, selinuxRelabel: false, propagation: 'PROPAGATION_PRIVATE', recursiveReadOnly: false },
+      { containerPath: '/img', hostPath: '', readonly: true, selinuxRelabel: false, propagation: 'PROPAGATION_PRIVATE', recursiveReadOnly: false, uidMappings: [], gidMappings: [], image, imageSubPath: 'dir' },
+      { containerPath: '/data', hostPath: '/var/lib/x', readonly: false, selinuxRelabel: false, propagation: 'PROPAGATION_PRIVATE', recursiveReadOnly: false, uidMappings: [], gidMappings: [] },
     ]);
   });
 
