@@ -61,6 +61,7 @@ import { internalCapacity, nodeAllocatable, nodeCapacity } from '../host/allocat
 import { milliCPUToShares } from '../execution/resources.js';
 import { readMachineInfo } from '../host/machine-info.js';
 import { PodVolumeManager } from '../volume/pod-volumes.js';
+import { featureGatesOf, newestMinor } from '../core/kube-minor.js';
 
 export { AgentConfigError };
 
@@ -367,6 +368,8 @@ export class Agent {
       podSubnets,
       runtimeName: () => runtimeName,
       runtimeHandlers: () => (cluster ? cluster.runtimeHandlers() : standaloneHandlers),
+      // The API server's minor in cluster mode; standalone, the newest.
+      featureGates: cluster ? cluster.featureGates() : featureGatesOf(newestMinor),
       resyncIntervalMs: config.syncFrequencyMs,
       errorRetryMs: workerErrorRetryMs,
       log,
