@@ -61,7 +61,7 @@ import { internalCapacity, nodeAllocatable, nodeCapacity } from '../host/allocat
 import { milliCPUToShares } from '../execution/resources.js';
 import { readMachineInfo } from '../host/machine-info.js';
 import { PodVolumeManager } from '../volume/pod-volumes.js';
-import { featureGatesOf, newestMinor } from '../core/kube-minor.js';
+import { newestMinor } from '../core/kube-minor.js';
 
 export { AgentConfigError };
 
@@ -299,6 +299,8 @@ export class Agent {
     const cluster = config.kubeconfig
       ? await (await import('./cluster-mode.js')).ClusterMode.create({ config, nodeName: node, nodeIP, onNodeIP: (ip) => { hostIP = ip; }, runtime, podNetwork: networkConfig, allocatable, log, signal })
       : undefined;
+    // The Kubernetes minor served: the API server's in cluster mode, the newest standalone.
+    const kubeMinor = cluster?.minor ?? newestMinor;
     let runtimeName = 'containerd';
     // The runtime's handlers (recursive read-only mounts): cluster mode's node status asks for them at every runtime
     // check, standalone asks once when the runtime answers.
@@ -368,8 +370,7 @@ export class Agent {
       podSubnets,
       runtimeName: () => runtimeName,
       runtimeHandlers: () => (cluster ? cluster.runtimeHandlers() : standaloneHandlers),
-      // The API server's minor in cluster mode; standalone, the newest.
-      featureGates: cluster ? cluster.featureGates() : featureGatesOf(newestMinor),
+      kubeMinor,
       resyncIntervalMs: config.syncFrequencyMs,
       errorRetryMs: workerErrorRetryMs,
       log,
@@ -384,7 +385,7 @@ export class Agent {
       },
       events,
       prober: new ProbeManager({ runtime, hostIP: () => hostIP, hostIPs: cachedHostIPs(() => hostIP, clock), podSubnets,
-        log, events, clock, metrics }),
+        kubeMinor, log, events, clock, metrics }),
     });
     // One pod config in both modes merges the sources' pods and hands them to the workers. Cluster mode adds node
     // admission, the status manager and mirror pods; standalone admits every static pod, as before: a pod nodelet

@@ -23,7 +23,7 @@ import type { Logger } from '../core/log.js';
 import type { PodWorkers } from '../lifecycle/pod-workers.js';
 import { ApiPodSource } from '../sources/api-source.js';
 import type { PodConfig } from '../podconfig/pod-config.js';
-import { featureGatesOf, type KubeFeatureGates, type KubeMinor } from '../core/kube-minor.js';
+import type { KubeMinor } from '../core/kube-minor.js';
 import { readApiServerMinor } from './api-server-version.js';
 
 export interface ClusterModeOptions {
@@ -191,11 +191,6 @@ export class ClusterMode {
     return this.registeredNode?.status?.allocatable
       ? this.registeredNode
       : { ...this.fallbackNode, ...this.registeredNode, status: { ...this.registeredNode?.status, allocatable: this.fallbackNode.status!.allocatable! } };
-  }
-
-  /** The default feature gates of the minor this node serves. */
-  featureGates(): Readonly<KubeFeatureGates> {
-    return featureGatesOf(this.minor);
   }
 
   /** The runtime's handlers as the node status's last runtime check listed them; undefined before the first. */

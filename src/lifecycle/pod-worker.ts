@@ -20,7 +20,7 @@ import type { PodStartupLatencyTracker } from '../execution/pod-startup-latency.
 import { allocationOf, resizeEventMessage, resizeInProgress } from '../decisions/resize.js';
 import type { ResizeConditions } from './resize-conditions.js';
 import type { PodCgroupConfig } from '../host/cgroups.js';
-import type { KubeFeatureGates } from '../core/kube-minor.js';
+import { featureGatesOf } from '../core/kube-minor.js';
 import { podCgroupParent } from '../execution/resources.js';
 
 export interface PodWorkerDeps extends SyncDeps {
@@ -43,8 +43,6 @@ export interface PodWorkerDeps extends SyncDeps {
   resizeConditions?: ResizeConditions;
   /** The pod startup SLI's image pull windows (the image manager records them). */
   startupLatency?: Pick<PodStartupLatencyTracker, 'podStarted' | 'forget'>;
-  /** The feature gates of the Kubernetes minor the node serves (the newest minor's when absent). */
-  featureGates?: Readonly<KubeFeatureGates>;
 }
 
 /** Every container of the pod has started (kubelet's test before it observes the pod startup SLI). */
@@ -380,7 +378,7 @@ export class PodWorker {
       ...(actuated ? { actuated: (name: string) => actuated.container(this.uid, name) } : {}),
       ...(this.deps.resizeConditions ? { resizeConditions: this.deps.resizeConditions.list(this.uid) } : {}),
       ...(this.podCgroup ? { podCgroup: this.podCgroup } : {}),
-      ...(this.deps.featureGates ? { featureGates: this.deps.featureGates } : {}),
+      featureGates: featureGatesOf(this.deps.kubeMinor),
     });
   }
 
