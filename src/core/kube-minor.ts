@@ -47,6 +47,9 @@ export interface ServerVersionInfo {
   major?: string;
   minor?: string;
   gitVersion?: string;
+  /** The version whose APIs and feature gates the server emulates (--emulated-version; its own minor otherwise). */
+  emulationMajor?: string;
+  emulationMinor?: string;
 }
 
 /** The API server's version cannot be served: the agent refuses to start with this message. */
@@ -61,14 +64,17 @@ function versionNumber(field: string | undefined): number | undefined {
 }
 
 /**
- * The minor nodelet serves for an API server: the server's own, when supported. A kubelet may not be newer than its
- * API server, and nodelet keeps no behaviour of minors before the oldest supported one, so any other minor is refused,
- * naming the server (at `server`), its version, nodelet's version and the supported range.
+ * The minor nodelet serves for an API server: the one it emulates (its own unless run with --emulated-version), when
+ * supported. A kubelet may not be newer than its API server, and nodelet keeps no behaviour of minors before the
+ * oldest supported one, so any other minor is refused, naming the server (at `server`), its version, nodelet's
+ * version and the supported range.
  */
 export function kubeMinorFor(info: ServerVersionInfo, server: string, nodeletVersion: string): KubeMinor {
-  const major = versionNumber(info.major);
-  const minor = versionNumber(info.minor);
-  const shown = info.gitVersion || `${info.major ?? '?'}.${info.minor ?? '?'}`;
+  const emulates = info.emulationMajor !== undefined && info.emulationMinor !== undefined;
+  const major = versionNumber(emulates ? info.emulationMajor : info.major);
+  const minor = versionNumber(emulates ? info.emulationMinor : info.minor);
+  const own = `${versionNumber(info.major)}.${versionNumber(info.minor)}`;
+  const shown = `${info.gitVersion || `${info.major ?? '?'}.${info.minor ?? '?'}`}${emulates && own !== `${major}.${minor}` ? ` emulating ${major}.${minor}` : ''}`;
   if (major === undefined || minor === undefined) {
     throw new UnsupportedApiServerError(`the API server at ${server} answered GET /version without a major and minor version (${JSON.stringify(info)})`);
   }

@@ -65,6 +65,8 @@ export interface RealClusterOptions {
   runtime?: NodeRuntime;
   /** Control-plane settings beyond the free ports it always gets (e.g. CIDRs that do not meet another cluster's). */
   settings?: Partial<ClusterSettings>;
+  /** More kube-apiserver flags, after the fixture's (e.g. --emulated-version=1.35). */
+  apiServerArgs?: string[];
 }
 
 /** The fixture's audit policy: the nodes' pod status writes with their bodies (level Request), every other request at level Metadata. */
@@ -198,7 +200,7 @@ export async function startRealCluster(opts: RealClusterOptions = {}): Promise<R
     await writeFile(join(dir, 'audit-policy.yaml'), opts.auditPolicy ?? defaultAuditPolicy);
     plane = await up({ ...opts.settings, dir, binDir, apiServerPort, etcdClientPort, etcdPeerPort, etcdMetricsPort, controllerManagerPort, schedulerPort, log,
       extraArgs: { 'kube-apiserver': [`--audit-policy-file=${join(dir, 'audit-policy.yaml')}`, `--audit-log-path=${join(dir, 'logs', 'audit.log')}`,
-        '--audit-log-maxbackup=1', '--audit-log-maxsize=200'] } });
+        '--audit-log-maxbackup=1', '--audit-log-maxsize=200', ...(opts.apiServerArgs ?? [])] } });
     await rm(join(dir, 'work'), { recursive: true, force: true });
     await execa('mkdir', ['-p', join(dir, 'work')]);
     kubectl = new Kubectl(plane.adminKubeconfig, join(dir, 'kube-cache'), join(dir, 'work'), join(binDir, 'kubectl'));

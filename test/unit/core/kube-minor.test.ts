@@ -26,6 +26,14 @@ test('each supported API server is served at its own minor', () => {
   expect(kubeMinorFor({ major: '1', minor: '37+', gitVersion: 'v1.37.2-gke.100' }, server, '0.1.0')).toBe(37);
 });
 
+test('an API server run with --emulated-version is served at the minor it emulates', () => {
+  const emulating = (minor: string) => ({ major: '1', minor: '37', gitVersion: 'v1.37.2', emulationMajor: '1', emulationMinor: minor });
+  expect(kubeMinorFor(emulating('35'), server, '0.1.0')).toBe(35);
+  expect(kubeMinorFor(emulating('36'), server, '0.1.0')).toBe(36);
+  expect(kubeMinorFor(emulating('37'), server, '0.1.0')).toBe(37);
+  expect(refusal(emulating('34'))).toMatch(/^the API server at https:\/\/192\.0\.2\.10:6443 runs Kubernetes v1\.37\.2 emulating 1\.34, which nodelet 0\.1\.0 does not support: it serves Kubernetes 1\.35 to 1\.37 \(kubelet's version-skew policy/);
+});
+
 test('kubeletVersion: v1.<minor>.0, never newer than the API server, with nodelet as build metadata', () => {
   expect(kubeletVersionOf(35, '0.1.0')).toBe('v1.35.0+nodelet.0.1.0');
   expect(kubeletVersionOf(36, '0.1.0')).toBe('v1.36.0+nodelet.0.1.0');
