@@ -1,6 +1,6 @@
-// One nodelet build for every supported minor, against the real control plane: kube-apiserver v1.37 run with
-// --emulated-version=1.35 (the APIs and feature gates of 1.35; its /version says so) makes nodelet serve 1.35 as a
-// kubelet v1.35 would: the Node's kubeletVersion. (A v1.35 binary control plane needs a second Kubernetes build.)
+// One nodelet build for every supported minor, against the real control plane: the v1.37 control plane run with
+// --emulated-version=1.35 (the APIs and feature gates of 1.35; kube-apiserver's /version says so) makes nodelet serve
+// 1.35 as a kubelet v1.35 would: the Node's kubeletVersion. (A v1.35 binary control plane needs a second Kubernetes build.)
 import type { V1Node } from '@kubernetes/client-node';
 import { nodeletVersion } from '../../../src/agent/version.js';
 import { startRealCluster, stopAfterAll, type RealCluster } from '../helpers/real-cluster.js';
@@ -9,7 +9,7 @@ let cluster: RealCluster | undefined;
 stopAfterAll(() => cluster);
 
 beforeAll(async () => {
-  cluster = await startRealCluster({ apiServerArgs: ['--emulated-version=1.35'] });
+  cluster = await startRealCluster({ emulatedVersion: '1.35' });
 }, 300_000);
 
 test('an API server emulating 1.35: the Node reports kubeletVersion v1.35.0+nodelet.<version>', async () => {
