@@ -62,6 +62,7 @@ import { milliCPUToShares } from '../execution/resources.js';
 import { readMachineInfo } from '../host/machine-info.js';
 import { PodVolumeManager } from '../volume/pod-volumes.js';
 import { kubeletMappings, podDirMappingsStore, UserNamespaceManager } from '../host/user-namespaces.js';
+import { newestMinor } from '../core/kube-minor.js';
 
 export { AgentConfigError };
 
@@ -316,6 +317,8 @@ export class Agent {
     const cluster = config.kubeconfig
       ? await (await import('./cluster-mode.js')).ClusterMode.create({ config, nodeName: node, nodeIP, onNodeIP: (ip) => { hostIP = ip; }, runtime, podNetwork: networkConfig, allocatable, log, signal })
       : undefined;
+    // The Kubernetes minor served: the API server's in cluster mode, the newest standalone.
+    const kubeMinor = cluster?.minor ?? newestMinor;
     let runtimeName = 'containerd';
     // The runtime's handlers (recursive read-only mounts): cluster mode's node status asks for them at every runtime
     // check, standalone asks once when the runtime answers.
@@ -386,6 +389,7 @@ export class Agent {
       podSubnets,
       runtimeName: () => runtimeName,
       runtimeHandlers: () => (cluster ? cluster.runtimeHandlers() : standaloneHandlers),
+      kubeMinor,
       resyncIntervalMs: config.syncFrequencyMs,
       errorRetryMs: workerErrorRetryMs,
       log,
@@ -400,7 +404,7 @@ export class Agent {
       },
       events,
       prober: new ProbeManager({ runtime, hostIP: () => hostIP, hostIPs: cachedHostIPs(() => hostIP, clock), podSubnets,
-        log, events, clock, metrics }),
+        kubeMinor, log, events, clock, metrics }),
     });
     // One pod config in both modes merges the sources' pods and hands them to the workers. Cluster mode adds node
     // admission, the status manager and mirror pods; standalone admits every static pod, as before: a pod nodelet

@@ -23,6 +23,8 @@ import type { Logger } from '../core/log.js';
 import type { PodWorkers } from '../lifecycle/pod-workers.js';
 import { ApiPodSource } from '../sources/api-source.js';
 import type { PodConfig } from '../podconfig/pod-config.js';
+import type { KubeMinor } from '../core/kube-minor.js';
+import { readApiServerMinor } from './api-server-version.js';
 
 export interface ClusterModeOptions {
   kubeconfig: string;
@@ -96,6 +98,8 @@ export class ClusterMode {
     private readonly eventClient: KubeClient,
     private readonly opts: ClusterModeOptions,
     private readonly fallbackNode: V1Node,
+    /** The API server's Kubernetes minor, which this node serves (its kubeletVersion and feature gates). */
+    readonly minor: KubeMinor,
     deps: ClusterModeDeps,
   ) {
     const { log, nodeName } = opts;
@@ -110,6 +114,7 @@ export class ClusterMode {
       nodeIPFlag: deps.config.nodeIP,
       ...(deps.onNodeIP ? { onNodeIP: deps.onNodeIP } : {}),
       kubelet: deps.config.kubelet,
+      minor,
       recordNodeEvent: (reason, message) => this.events.nodeEvent('Normal', reason, message),
       log,
     });
@@ -134,12 +139,26 @@ export class ClusterMode {
     });
   }
 
-  /** Connects to the API server named by the kubeconfig (requests are made by the controllers, not here). */
+  /**
+   * Connects to the API server named by the kubeconfig and reads its version, refusing an unsupported one; the
+   * controllers' requests are made in run. A TLS bootstrap asks the version with the bootstrap kubeconfig, before its
+   * certificate signing request.
+   */
   static async create(deps: ClusterModeDeps): Promise<ClusterMode> {
     const { config, nodeName, log } = deps;
+    const signal = deps.signal ?? new AbortController().signal;
     const opts = clusterModeOptions(config, nodeName, log);
+    let minor: KubeMinor | undefined;
     if (config.bootstrapKubeconfig) {
-      const { loadClientCertificate } = await import('../bootstrap/tls-bootstrap.js');
+      const { loadClientCertificate, kubeconfigProblem } = await import('../bootstrap/tls-bootstrap.js');
+      if (await kubeconfigProblem(config.kubeconfig, systemClock.now())) {
+        const bootstrapClient = new KubeClient(await loadKubeconfig(config.bootstrapKubeconfig), { userAgent: `nodelet/${opts.nodeName} (bootstrap)` });
+        try {
+          minor = await readApiServerMinor(bootstrapClient, log, signal);
+        } finally {
+          bootstrapClient.close();
+        }
+      }
       await loadClientCertificate({
         kubeconfig: config.kubeconfig,
         bootstrapKubeconfig: config.bootstrapKubeconfig,
@@ -147,16 +166,22 @@ export class ClusterMode {
         nodeName,
         clock: systemClock,
         log,
-        signal: deps.signal ?? new AbortController().signal,
+        signal,
       });
     }
     const conn = await loadKubeconfig(opts.kubeconfig);
     const rotation = config.kubelet.rotateCertificates ? await clientCertificateRotation(conn, config, nodeName, log) : undefined;
     const clientCertificate = rotation ? { clientCertificate: rotation } : {};
     const client = new KubeClient(conn, { qps: opts.kubeAPIQPS ?? 50, burst: opts.kubeAPIBurst ?? 100, userAgent: `nodelet/${opts.nodeName}`, ...clientCertificate });
+    try {
+      minor ??= await readApiServerMinor(client, log, signal);
+    } catch (err) {
+      client.close();
+      throw err;
+    }
     // kubelet's eventRecordQPS and eventBurst defaults.
     const eventClient = new KubeClient(conn, { qps: 50, burst: 100, userAgent: `nodelet/${opts.nodeName}`, ...clientCertificate });
-    const mode = new ClusterMode(client, eventClient, opts, await localNode(opts, await deps.allocatable()), deps);
+    const mode = new ClusterMode(client, eventClient, opts, await localNode(opts, await deps.allocatable()), minor, deps);
     mode.rotation = rotation;
     return mode;
   }

@@ -9,6 +9,7 @@ import type { Logger } from '../core/log.js';
 import type { KubeletConfiguration } from './kubelet-config.js';
 import type { PodNetworkConfig } from './pod-network-config.js';
 import { kubeletVersion } from './version.js';
+import type { KubeMinor } from '../core/kube-minor.js';
 
 export interface NodeHeartbeatsOptions {
   client: KubeClient;
@@ -25,6 +26,8 @@ export interface NodeHeartbeatsOptions {
   /** Told the InternalIP each status update determines: pods' hostIP follows the Node's address, as kubelet's. */
   onNodeIP?: (ip: string) => void;
   kubelet: KubeletConfiguration;
+  /** The Kubernetes minor the node serves: its kubeletVersion. */
+  minor: KubeMinor;
   /** Node events (NodeReady, NodeHasSufficientMemory, ...), e.g. the cluster's event recorder. */
   recordNodeEvent?: (reason: string, message: string) => void;
   log: Logger;
@@ -77,7 +80,7 @@ export class NodeHeartbeats {
         // Without a cloud provider kubelet's hostname is its node name.
         hostname: opts.nodeName,
         nodeIP: opts.nodeIP,
-        kubeletVersion: kubeletVersion(),
+        kubeletVersion: kubeletVersion(opts.minor),
         kubeletPort: kubelet.port,
         maxPods: kubelet.maxPods,
         maxImages: kubelet.nodeStatusMaxImages,

@@ -1,7 +1,7 @@
 // nodelet's own version (package.json), and the kubeletVersion it reports for its Node.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { nodeletKubeletVersion } from '../controllers/node-status.js';
+import { kubeletVersionOf, type KubeMinor } from '../core/kube-minor.js';
 
 // dist/src/agent/version.js -> <repo>/package.json
 const packageJsonPath = fileURLToPath(new URL('../../../package.json', import.meta.url));
@@ -14,7 +14,7 @@ export function nodeletVersion(): string {
   return cached;
 }
 
-/** Node.status.nodeInfo.kubeletVersion for this build, e.g. v1.37.0+nodelet.0.1.0. */
-export function kubeletVersion(): string {
-  return nodeletKubeletVersion(nodeletVersion());
+/** Node.status.nodeInfo.kubeletVersion of this build serving `minor`, e.g. v1.36.0+nodelet.0.1.0. */
+export function kubeletVersion(minor: KubeMinor): string {
+  return kubeletVersionOf(minor, nodeletVersion());
 }

@@ -9,9 +9,6 @@ import { tryParseQuantity } from '../core/quantity.js';
 import { aggregateMessage } from '../core/sync-result.js';
 import { formatResourceList, nodeAllocatable, nodeCapacity, type NodeReservation, type ResourceList } from '../host/allocatable.js';
 
-/** The Kubernetes release whose kubelet behaviour nodelet follows (the kubectl built from kube/go.mod is v1.37). */
-export const kubernetesVersion = 'v1.37.0';
-
 /**
  * The features of 1.37's declarable set (component-helpers' nodedeclaredfeatures) nodelet implements, sorted: the
  * resize of running init containers that are not sidecars. Not declared, because not built: pod-level resources resize,
@@ -19,15 +16,6 @@ export const kubernetesVersion = 'v1.37.0';
  * VolumeBindMountOptions, ExtendWebSocketsToKubelet, DRANodeAllocatableResources, DRAOptionalNodeOperations.
  */
 export const nodeDeclaredFeatures: readonly string[] = ['InPlacePodVerticalScalingInitContainers'];
-
-/**
- * nodelet's kubeletVersion: the Kubernetes version it follows, with nodelet and its package version as semver build
- * metadata (the form k3s uses, "v1.37.0+k3s1"). Build metadata does not count in version comparisons, so version-skew
- * logic sees a 1.37 kubelet, while `kubectl get nodes` shows which agent runs there.
- */
-export function nodeletKubeletVersion(packageVersion: string): string {
-  return `${kubernetesVersion}+nodelet.${packageVersion.replace(/[^0-9A-Za-z.-]/g, '-')}`;
-}
 
 export const labelHostname = 'kubernetes.io/hostname';
 export const labelOS = 'kubernetes.io/os';

@@ -1,6 +1,7 @@
 // Derives a pod's API status from the observed runtime state, as kubelet's generateAPIPodStatus does (pure).
 import type { V1Container, V1ContainerState, V1ContainerStatus, V1Pod, V1PodCondition, V1PodStatus, V1ResourceRequirements } from '@kubernetes/client-node';
 import { Quantity, tryParseQuantity } from '../core/quantity.js';
+import { featureGatesOf, newestMinor, type KubeFeatureGates } from '../core/kube-minor.js';
 import type { PodCgroupConfig } from '../host/cgroups.js';
 import { shouldContainerBeRestarted } from './compute-actions.js';
 import { isRestartableInitContainer } from './init-containers.js';
@@ -39,6 +40,8 @@ export interface StatusInput {
   podCgroup?: PodCgroupConfig;
   /** The pod's PodResizePending and PodResizeInProgress conditions, as kubelet's status manager holds them. */
   resizeConditions?: V1PodCondition[];
+  /** The feature gates of the Kubernetes minor the node serves; the newest minor's when absent (standalone). */
+  featureGates?: Readonly<KubeFeatureGates>;
 }
 
 function terminatedState(c: ContainerObservation, runtimeName: string): V1ContainerState {
@@ -214,7 +217,7 @@ function sharesSurviveWeight(allocatedShares: number, readback: number): boolean
 }
 
 /**
- * kubelet's status.resources and status.allocatedResources (pod-level resources, beta and on since 1.34): the pod's
+ * kubelet's status.resources and status.allocatedResources (InPlacePodLevelResourcesVerticalScaling, on since 1.36): the pod's
  * effective requests; its resources as allocated until the API server has it Running, then as its cgroup has them.
  */
 function podStatusResources(input: StatusInput): { resources: V1ResourceRequirements; allocatedResources?: Record<string, string> } {
@@ -491,7 +494,8 @@ export function derivePodStatus(input: StatusInput): V1PodStatus {
     status.reason = input.rejection.reason;
     status.message = input.rejection.message;
   }
-  Object.assign(status, podStatusResources(input));
+  // Pod-level resources in the status only where the minor's gate reports them (kubelet 1.35 does not).
+  if ((input.featureGates ?? featureGatesOf(newestMinor)).InPlacePodLevelResourcesVerticalScaling) Object.assign(status, podStatusResources(input));
   // kubelet's status manager (CalculatePodStatusObservedGeneration): the generation of the spec this status reflects.
   if (pod.metadata?.generation) status.observedGeneration = pod.metadata.generation;
   return status;

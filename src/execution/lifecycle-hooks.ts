@@ -3,6 +3,8 @@ import type { V1Container, V1LifecycleHandler, V1Pod } from '@kubernetes/client-
 import type { Clock } from '../core/clock.js';
 import type { RuntimeService } from '../cri/types.js';
 import { runProbe } from '../prober/run-probe.js';
+import { probeUserAgent } from '../prober/http-probe.js';
+import type { KubeMinor } from '../core/kube-minor.js';
 
 export type HookName = 'PostStart' | 'PreStop';
 
@@ -19,6 +21,8 @@ export interface HookContext {
   hostIPs: string[];
   /** The node's pod network subnets: an httpGet or tcpSocket hook may name another pod of this node as its host. */
   podSubnets: string[];
+  /** The Kubernetes minor the node serves: an httpGet hook's User-Agent names it. */
+  kubeMinor: KubeMinor;
   runtime: Pick<RuntimeService, 'execSync'>;
   /** How long the hook may take. */
   timeoutSeconds: number;
@@ -53,6 +57,7 @@ export async function runLifecycleHook(hook: HookName, handler: V1LifecycleHandl
         hostIPs: ctx.hostIPs,
         podSubnets: ctx.podSubnets,
         runtime: ctx.runtime,
+        userAgent: probeUserAgent('lifecycle', ctx.kubeMinor),
         ...(ctx.signal ? { signal: ctx.signal } : {}),
       },
     );

@@ -6,6 +6,7 @@ import type { EventRecorder } from '../core/events.js';
 import type { ApiObjectSource, ServiceLister } from '../core/api-objects.js';
 import { isStaticPod } from '../core/config-annotations.js';
 import type { Clock } from '../core/clock.js';
+import type { KubeMinor } from '../core/kube-minor.js';
 import type { DnsConfig, PodSandboxConfig, RuntimeHandler, RuntimeService, UserNamespace } from '../cri/types.js';
 import { grpcCodeName, isNotFound } from '../cri/errors.js';
 import type { Logger } from '../core/log.js';
@@ -47,6 +48,8 @@ export interface SyncDeps {
   podIPs: (sandboxId: string) => string[];
   /** The subnets the pod network allocates from now: the IPs of this node's pods. */
   podSubnets: () => string[];
+  /** The Kubernetes minor the node serves: its feature gates decide, its version names the hooks' User-Agent. */
+  kubeMinor: KubeMinor;
   images: ImageManager;
   crashBackoff: Backoff;
   node: NodeRuntimeSettings;
@@ -185,6 +188,7 @@ async function killContainer(
         podIPs: pod.spec?.hostNetwork ? [deps.hostIP()] : (state.sandboxes.find((s) => s.id === c.sandboxId)?.ips ?? []),
         hostIPs: [deps.hostIP()],
         podSubnets: deps.podSubnets(),
+        kubeMinor: deps.kubeMinor,
         runtime: deps.runtime,
         timeoutSeconds: gracePeriodSeconds,
         clock: deps.clock,
@@ -318,6 +322,7 @@ async function startContainer(
         podIPs: pod.spec?.hostNetwork ? [deps.hostIP()] : deps.podIPs(sandboxId),
         hostIPs: [deps.hostIP()],
         podSubnets: deps.podSubnets(),
+        kubeMinor: deps.kubeMinor,
         runtime: deps.runtime,
         timeoutSeconds: postStartTimeoutSeconds,
         clock: deps.clock,

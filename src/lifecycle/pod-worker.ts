@@ -20,6 +20,7 @@ import type { PodStartupLatencyTracker } from '../execution/pod-startup-latency.
 import { allocationOf, resizeEventMessage, resizeInProgress } from '../decisions/resize.js';
 import type { ResizeConditions } from './resize-conditions.js';
 import type { PodCgroupConfig } from '../host/cgroups.js';
+import { featureGatesOf } from '../core/kube-minor.js';
 import { podCgroupParent } from '../execution/resources.js';
 
 export interface PodWorkerDeps extends SyncDeps {
@@ -377,6 +378,7 @@ export class PodWorker {
       ...(actuated ? { actuated: (name: string) => actuated.container(this.uid, name) } : {}),
       ...(this.deps.resizeConditions ? { resizeConditions: this.deps.resizeConditions.list(this.uid) } : {}),
       ...(this.podCgroup ? { podCgroup: this.podCgroup } : {}),
+      featureGates: featureGatesOf(this.deps.kubeMinor),
     });
   }
 

@@ -4,7 +4,6 @@
 import { Client, Metadata, credentials, status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
 import type { ProbeOutcome } from './outcome.js';
 import { joinHostPort } from './tcp-probe.js';
-import { probeUserAgent } from './http-probe.js';
 import { formatGoDuration } from '../core/duration.js';
 
 /** grpc.health.v1.HealthCheckResponse.ServingStatus, by number. */
@@ -62,9 +61,9 @@ function servingStatusOutcome(status: number): ProbeOutcome {
 }
 
 /** One Health/Check call; the connection is made for it and closed after. Rejects only when `signal` aborts. */
-export async function grpcProbe(host: string, port: number, service: string, timeoutSeconds: number, signal?: AbortSignal): Promise<ProbeOutcome> {
+export async function grpcProbe(host: string, port: number, service: string, timeoutSeconds: number, userAgent: string, signal?: AbortSignal): Promise<ProbeOutcome> {
   const addr = joinHostPort(host, port);
-  const client = new Client(addr, credentials.createInsecure(), { 'grpc.primary_user_agent': probeUserAgent });
+  const client = new Client(addr, credentials.createInsecure(), { 'grpc.primary_user_agent': userAgent });
   const deadline = Date.now() + timeoutSeconds * 1000;
   try {
     signal?.throwIfAborted();

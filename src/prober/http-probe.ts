@@ -3,14 +3,16 @@ import { request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders 
 import { request as httpsRequest } from 'node:https';
 import { maxProbeOutputBytes, type ProbeOutcome } from './outcome.js';
 import { dialErrorText } from './tcp-probe.js';
+import type { KubeMinor } from '../core/kube-minor.js';
 
 /**
- * kubelet puts its own major.minor into the probe's User-Agent (pkg/probe/http request.go, pkg/probe/grpc: version.Get()):
- * the release nodelet follows as a kubelet (controllers/node-status.ts kubernetesVersion, v1.37.0), not the OpenAPI
- * version of its API types (@kubernetes/client-node 1.4, v1.34).
+ * The User-Agent of kubelet's HTTP and gRPC probes and HTTP hooks (pkg/probe/http request.go userAgent, pkg/probe/grpc):
+ * kube-<purpose>/<major>.<minor> of kubelet's own version; nodelet's is the minor it serves (core/kube-minor.ts), not
+ * the OpenAPI version of its API types (@kubernetes/client-node 1.4, v1.34).
  */
-export const kubernetesVersion = { major: '1', minor: '37' } as const;
-export const probeUserAgent = `kube-probe/${kubernetesVersion.major}.${kubernetesVersion.minor}`;
+export function probeUserAgent(purpose: 'probe' | 'lifecycle', minor: KubeMinor): string {
+  return `kube-${purpose}/1.${minor}`;
+}
 
 const redirectStatuses = new Set([301, 302, 303, 307, 308]);
 /** Go's http.Client gives up at the 10th redirect. */
@@ -20,10 +22,12 @@ export interface HttpProbeRequest {
   url: URL;
   /** httpHeaders in spec order; a name may repeat. */
   headers: { name: string; value: string }[];
+  /** Sent unless the headers name one (probeUserAgent). */
+  userAgent: string;
 }
 
 /** The header set kubelet's NewProbeRequest builds: User-Agent and `Accept: *\/*` unless given; an empty Accept removes it. */
-export function probeRequestHeaders(headers: { name: string; value: string }[]): { headers: OutgoingHttpHeaders; host?: string } {
+export function probeRequestHeaders(headers: { name: string; value: string }[], userAgent: string): { headers: OutgoingHttpHeaders; host?: string } {
   const grouped = new Map<string, { name: string; values: string[] }>();
   for (const h of headers) {
     const key = h.name.toLowerCase();
@@ -34,7 +38,7 @@ export function probeRequestHeaders(headers: { name: string; value: string }[]):
   // Host is the request's authority, not a header line (Go's req.Host).
   const host = grouped.get('host')?.values[0];
   grouped.delete('host');
-  if (!grouped.has('user-agent')) grouped.set('user-agent', { name: 'User-Agent', values: [probeUserAgent] });
+  if (!grouped.has('user-agent')) grouped.set('user-agent', { name: 'User-Agent', values: [userAgent] });
   const accept = grouped.get('accept');
   if (!accept) grouped.set('accept', { name: 'Accept', values: ['*/*'] });
   else if (accept.values[0] === '') grouped.delete('accept');
@@ -84,7 +88,7 @@ function readBody(response: IncomingMessage, limit: number): Promise<string> {
 export async function httpProbe(probe: HttpProbeRequest, timeoutMs: number, signal?: AbortSignal): Promise<ProbeOutcome> {
   const timeout = AbortSignal.timeout(timeoutMs);
   const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
-  const { headers, host } = probeRequestHeaders(probe.headers);
+  const { headers, host } = probeRequestHeaders(probe.headers, probe.userAgent);
   const first = probe.url;
   let url = first;
   let hostOverride = host;

@@ -13,6 +13,8 @@ import type { ProbeResult, ProbeType } from '../core/probe-results.js';
 import { probeField, probeOf, probeSettings, probeTypes } from './probe-spec.js';
 import { ProbeResultStore } from './results.js';
 import { runProbe } from './run-probe.js';
+import { probeUserAgent } from './http-probe.js';
+import type { KubeMinor } from '../core/kube-minor.js';
 import { ProbeWorker } from './worker.js';
 
 /** What the pod lifecycle uses of the prober. */
@@ -40,6 +42,8 @@ export interface ProbeManagerDeps {
   events?: EventRecorder;
   clock?: Clock;
   random?: () => number;
+  /** The Kubernetes minor the node serves: the probes' User-Agent names it. */
+  kubeMinor: KubeMinor;
   /** kubelet's prober metrics (/metrics/probes); without it nothing is recorded. */
   metrics?: Pick<NodeMetrics, 'probeResult' | 'probeWorkerStopped'>;
 }
@@ -175,7 +179,7 @@ export class ProbeManager implements PodProber {
           ? { recordResult: (result, seconds) => metrics.probeResult(metricTarget, result, seconds), stopped: () => metrics.probeWorkerStopped(metricTarget) }
           : {}),
         run: (id, signal) =>
-          runProbe(probe, { container, containerId: id, field, podIPs: entry.podIPs, hostIPs: this.deps.hostIPs(), podSubnets: this.deps.podSubnets?.() ?? [], runtime: this.deps.runtime, signal }),
+          runProbe(probe, { container, containerId: id, field, podIPs: entry.podIPs, hostIPs: this.deps.hostIPs(), podSubnets: this.deps.podSubnets?.() ?? [], runtime: this.deps.runtime, userAgent: probeUserAgent('probe', this.deps.kubeMinor), signal }),
       },
       this.clock,
       log,

@@ -23,6 +23,8 @@ export interface ProbeRunContext {
   /** The node's pod network subnets: the other pods of this node, which a handler may name as its host. */
   podSubnets?: string[];
   runtime: Pick<RuntimeService, 'execSync'>;
+  /** The User-Agent of an httpGet or grpc handler (probeUserAgent). */
+  userAgent: string;
   signal?: AbortSignal;
 }
 
@@ -91,7 +93,7 @@ export async function runProbe(probe: V1Probe, ctx: ProbeRunContext): Promise<Pr
     const host = probeHost(probe.httpGet.host, ctx, `${field}.host`);
     const scheme = (probe.httpGet.scheme || 'HTTP').toLowerCase();
     const url = probeUrl(scheme, host, port, probe.httpGet.path || '/');
-    return httpProbe({ url, headers: probe.httpGet.httpHeaders ?? [] }, timeoutSeconds * 1000, ctx.signal);
+    return httpProbe({ url, headers: probe.httpGet.httpHeaders ?? [], userAgent: ctx.userAgent }, timeoutSeconds * 1000, ctx.signal);
   }
   if (probe.tcpSocket) {
     const field = `${ctx.field}.tcpSocket`;
@@ -102,7 +104,7 @@ export async function runProbe(probe: V1Probe, ctx: ProbeRunContext): Promise<Pr
   if (probe.grpc) {
     // As kubelet: always the pod's IP (the handler has no host).
     const field = `${ctx.field}.grpc`;
-    return grpcProbe(probeHost(undefined, ctx, field), probe.grpc.port, probe.grpc.service ?? '', timeoutSeconds, ctx.signal);
+    return grpcProbe(probeHost(undefined, ctx, field), probe.grpc.port, probe.grpc.service ?? '', timeoutSeconds, ctx.userAgent, ctx.signal);
   }
   throw new ProbeError(`missing probe handler (${ctx.field})`, ctx.field);
 }

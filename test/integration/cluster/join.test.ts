@@ -227,6 +227,11 @@ describe('kubelet\'s --bootstrap-kubeconfig', () => {
     expect(mine[0]!.spec.signerName).toBe('kubernetes.io/kube-apiserver-client-kubelet');
     expect(mine[0]!.spec.usages).toEqual(['digital signature', 'client auth']);
     expect(mine[0]!.status?.conditions?.map((c) => c.type)).toEqual(['Approved']);
+    // The API server's version was read with the bootstrap token before the CSR was made, and names the node's minor.
+    const served = agent.output.indexOf("Serving the API server's Kubernetes minor");
+    expect(served).toBeGreaterThanOrEqual(0);
+    expect(served).toBeLessThan(agent.output.indexOf('TLS bootstrap: certificate signing request created'));
+    expect((await kubectl.get<V1Node>('node', node)).status?.nodeInfo?.kubeletVersion).toMatch(/^v1\.37\.0\+nodelet\./);
 
     const target = await readlink(join(certDir, 'kubelet-client-current.pem'));
     expect(target).toMatch(new RegExp(`^${certDir}/kubelet-client-\\d{4}-\\d\\d-\\d\\d-\\d\\d-\\d\\d-\\d\\d\\.pem$`));

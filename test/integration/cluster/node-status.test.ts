@@ -1,5 +1,6 @@
 // Cluster mode's node side against the real control plane (kube-apiserver, kube-controller-manager, kube-scheduler of
-// test/cluster), the real containerd and the built kubectl: registration, Ready, Lease, the controller-manager's pod CIDR.
+// test/cluster), the real containerd and the built kubectl: registration, Ready, kubeletVersion by the API server's
+// minor, Lease, the controller-manager's pod CIDR.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { release, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,6 +8,7 @@ import type { V1Lease, V1Node } from '@kubernetes/client-node';
 import { cidrContains, parseCidr, parseIp } from '../../../src/cni/cidr.js';
 import { busybox, isRunning, startContainerd, stopContainerd, waitFor, type AgentProcess } from '../helpers/agent.js';
 import { startRealCluster, type RealCluster } from '../helpers/real-cluster.js';
+import { nodeletVersion } from '../../../src/agent/version.js';
 
 const configDir = await mkdtemp(join(tmpdir(), 'nodelet-config-'));
 let cluster: RealCluster;
@@ -79,6 +81,24 @@ test('the node registers and kubectl get nodes -o wide shows it Ready with its a
     'PIDPressure=False:KubeletHasSufficientPID',
     'Ready=True:KubeletReady',
   ]);
+});
+
+test("kubeletVersion is the API server's minor, read with GET /version before the Node was registered", async () => {
+  const { serverVersion } = JSON.parse(await kubectl('version', '-o', 'json')) as { serverVersion: { major: string; minor: string; gitVersion: string } };
+  // The control plane built from kube/go.mod: 1.37 (a 1.35 one is not built; see core/kube-minor.ts).
+  expect(serverVersion).toMatchObject({ major: '1', minor: '37' });
+  const node = await cluster.node();
+  expect(node.status?.nodeInfo?.kubeletVersion).toBe(`v1.${serverVersion.minor}.0+nodelet.${nodeletVersion()}`);
+  // Never newer than the API server (kubelet's version-skew policy): the same minor, patch 0.
+  expect(serverVersion.gitVersion).toMatch(new RegExp(`^v1\\.${serverVersion.minor}\\.\\d+`));
+
+  const byNode = (await cluster.audit()).filter((e) => e.user.username === `system:node:${testNode}`);
+  const version = byNode.findIndex((e) => e.requestURI === '/version' && e.verb === 'get');
+  const register = byNode.findIndex((e) => e.verb === 'create' && e.objectRef?.resource === 'nodes');
+  expect(version).toBeGreaterThanOrEqual(0);
+  expect(byNode[version]!.responseStatus?.code).toBe(200);
+  expect(byNode[version]!.userAgent).toMatch(/^nodelet\//);
+  expect(register).toBeGreaterThan(version);
 });
 
 test("kubelet's node events are recorded for the node", async () => {

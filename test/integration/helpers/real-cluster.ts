@@ -65,6 +65,8 @@ export interface RealClusterOptions {
   runtime?: NodeRuntime;
   /** Control-plane settings beyond the free ports it always gets (e.g. CIDRs that do not meet another cluster's). */
   settings?: Partial<ClusterSettings>;
+  /** The Kubernetes minor the control plane emulates (--emulated-version of kube-apiserver, the controller-manager and the scheduler), e.g. '1.35'. */
+  emulatedVersion?: string;
 }
 
 /** The fixture's audit policy: the nodes' pod status writes with their bodies (level Request), every other request at level Metadata. */
@@ -196,9 +198,10 @@ export async function startRealCluster(opts: RealClusterOptions = {}): Promise<R
     await releasePodBridge(runtime);
     // Every request's outcome in DIR/logs/audit.log (Metadata level: who, what, response code), for audit().
     await writeFile(join(dir, 'audit-policy.yaml'), opts.auditPolicy ?? defaultAuditPolicy);
+    const emulation = opts.emulatedVersion ? [`--emulated-version=${opts.emulatedVersion}`] : [];
     plane = await up({ ...opts.settings, dir, binDir, apiServerPort, etcdClientPort, etcdPeerPort, etcdMetricsPort, controllerManagerPort, schedulerPort, log,
       extraArgs: { 'kube-apiserver': [`--audit-policy-file=${join(dir, 'audit-policy.yaml')}`, `--audit-log-path=${join(dir, 'logs', 'audit.log')}`,
-        '--audit-log-maxbackup=1', '--audit-log-maxsize=200'] } });
+        '--audit-log-maxbackup=1', '--audit-log-maxsize=200', ...emulation], 'kube-controller-manager': emulation, 'kube-scheduler': emulation } });
     await rm(join(dir, 'work'), { recursive: true, force: true });
     await execa('mkdir', ['-p', join(dir, 'work')]);
     kubectl = new Kubectl(plane.adminKubeconfig, join(dir, 'kube-cache'), join(dir, 'work'), join(binDir, 'kubectl'));

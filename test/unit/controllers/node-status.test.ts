@@ -8,7 +8,6 @@ import {
   nodeConditionEvents,
   nodeConditions,
   nodeImages,
-  nodeletKubeletVersion,
   nodeStatusHasChanged,
   nodeStatusPatch,
   reconcileOwnedLabels,
@@ -50,11 +49,6 @@ const t0 = new Date('2025-01-01T00:00:00.123Z');
 const t1 = new Date('2025-01-01T00:00:10.456Z');
 const t2 = new Date('2025-01-01T00:00:20Z');
 const condition = (node: V1Node, type: string) => nodeConditions(node).find((c) => c.type === type)!;
-
-test('kubeletVersion: the Kubernetes version followed, nodelet as build metadata', () => {
-  expect(nodeletKubeletVersion('0.1.0')).toBe('v1.37.0+nodelet.0.1.0');
-  expect(nodeletKubeletVersion('1.0.0-rc.1')).toBe('v1.37.0+nodelet.1.0.0-rc.1');
-});
 
 describe('initialNode', () => {
   test('labels, addresses, nodeInfo, daemon endpoints and the four conditions', () => {

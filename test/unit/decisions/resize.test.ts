@@ -1,12 +1,13 @@
 // In-place resize's pure parts: the allocated pod, the per-container resize decision and its order, kubelet's event
-// messages, and the container status resources reported while and after a resize.
-import type { V1Pod, V1ResourceRequirements } from '@kubernetes/client-node';
+// messages, the container status resources reported while and after a resize, and the pod-level ones per minor.
+import type { V1Pod, V1PodStatus, V1ResourceRequirements } from '@kubernetes/client-node';
 import { kubeletBackoff } from '../../../src/decisions/backoff.js';
 import { computePodActions, isNoop } from '../../../src/decisions/compute-actions.js';
 import { containerHash } from '../../../src/decisions/container-hash.js';
 import { allocationOf, podFromAllocation, resizeEventMessage, resizeInProgress } from '../../../src/decisions/resize.js';
 import { derivePodStatus } from '../../../src/decisions/status.js';
 import type { ContainerObservation, PodRuntimeState } from '../../../src/core/runtime-state.js';
+import { featureGatesOf } from '../../../src/core/kube-minor.js';
 
 const now = 1_000_000_000;
 
@@ -131,5 +132,33 @@ describe('status resources', () => {
   test('an exited container reports its allocation', () => {
     const p = pod({ c: { requests: { cpu: '1' } } });
     expect(statusOf(p, { state: 'exited', exitCode: 0, finishedAt: now }).resources).toEqual({ requests: { cpu: '1' } });
+  });
+});
+
+describe('pod-level status resources by the minor served', () => {
+  const podStatus = (p: V1Pod, featureGates?: ReturnType<typeof featureGatesOf>) =>
+    derivePodStatus({ pod: p, state: state(p), waitingReasons: new Map(), hostIP: '10.0.0.1', runtimeName: 'containerd', now: new Date(now), ...(featureGates ? { featureGates } : {}) }) as V1PodStatus & {
+      resources?: V1ResourceRequirements;
+      allocatedResources?: Record<string, string>;
+    };
+  const p = pod({ c: { requests: { cpu: '150m', memory: '96Mi' }, limits: { memory: '192Mi' } } });
+
+  test('1.36 and 1.37 (InPlacePodLevelResourcesVerticalScaling on) report the pod\'s resources and allocation', () => {
+    for (const minor of [36, 37] as const) {
+      const s = podStatus(p, featureGatesOf(minor));
+      expect(s.allocatedResources).toEqual({ cpu: '150m', memory: '96Mi' });
+      expect(s.resources).toEqual({ requests: { cpu: '150m', memory: '96Mi' }, limits: { memory: '192Mi' } });
+    }
+  });
+
+  test('1.35 (the gate off) reports neither; the containers\' own resources stay', () => {
+    const s = podStatus(p, featureGatesOf(35));
+    expect(s).not.toHaveProperty('resources');
+    expect(s).not.toHaveProperty('allocatedResources');
+    expect(s.containerStatuses![0]!.allocatedResources).toEqual({ cpu: '150m', memory: '96Mi' });
+  });
+
+  test('without gates (standalone) the newest minor\'s apply', () => {
+    expect(podStatus(p)).toEqual(podStatus(p, featureGatesOf(37)));
   });
 });

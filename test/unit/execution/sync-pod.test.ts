@@ -537,9 +537,27 @@ describe('a preStop httpGet hook aimed at another host', () => {
   test("is refused without a connection when the host is neither this node's pods nor the host", async () => {
     const { runLifecycleHook } = await import('../../../src/execution/lifecycle-hooks.js');
     const refused = await runLifecycleHook('PreStop', { httpGet: { host: '10.1.0.7', port: 8080, path: '/echo' } }, {
-      pod: basePod(), container: { name: 'app' }, containerId: 'c1', podIPs: ['10.88.0.2'], hostIPs: ['192.0.2.2'], podSubnets: ['10.88.0.0/24'],
+      pod: basePod(), container: { name: 'app' }, containerId: 'c1', podIPs: ['10.88.0.2'], hostIPs: ['192.0.2.2'], podSubnets: ['10.88.0.0/24'], kubeMinor: 37,
       runtime: { execSync: () => Promise.reject(new Error('no exec')) }, timeoutSeconds: 1, clock: { sleep: () => Promise.resolve() },
     }).catch((e: Error) => e.message);
     expect(refused).toMatch(/host "10.1.0.7" is neither a pod of this node nor an address of this host; nodelet probes nothing else/);
   });
+});
+
+test("an httpGet hook's User-Agent is kubelet's kube-lifecycle/<version> of the minor served", async () => {
+  const { runLifecycleHook } = await import('../../../src/execution/lifecycle-hooks.js');
+  const { createServer } = await import('node:http');
+  let agent: string | undefined;
+  const server = createServer((req, res) => ((agent = req.headers['user-agent']), res.end('ok')));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const port = (server.address() as { port: number }).port;
+    await runLifecycleHook('PostStart', { httpGet: { port, path: '/started' } }, {
+      pod: basePod(), container: { name: 'app' }, containerId: 'c1', podIPs: ['127.0.0.1'], hostIPs: ['192.0.2.2'], podSubnets: [], kubeMinor: 35,
+      runtime: { execSync: () => Promise.reject(new Error('no exec')) }, timeoutSeconds: 2, clock: { sleep: () => Promise.resolve() },
+    });
+    expect(agent).toBe('kube-lifecycle/1.35');
+  } finally {
+    server.close();
+  }
 });

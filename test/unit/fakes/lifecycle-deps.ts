@@ -171,6 +171,7 @@ export function lifecycleFakes(): LifecycleFakes {
     hostIP: () => '192.168.1.10',
     podIPs: () => ['10.88.0.2'],
     podSubnets: () => ['10.88.0.0/24'],
+    kubeMinor: 37,
     images: new ImageManager({ images: runtime, pullBackoff, now: () => clock.now(), events }),
     crashBackoff,
     node: nodeSettings,

@@ -35,10 +35,10 @@ async function healthServer(statuses: Record<string, number>, opts: { health?: b
 test('SERVING is success; another status, or no such service, is a failure in kubelet words', async () => {
   const { server, port, asked } = await healthServer({ '': 1, down: 2, gone: 3 });
   try {
-    expect(await grpcProbe('127.0.0.1', port, '', 2)).toEqual({ result: 'success', output: 'service healthy' });
-    expect(await grpcProbe('127.0.0.1', port, 'down', 2)).toEqual({ result: 'failure', output: 'service unhealthy (responded with "NOT_SERVING")' });
-    expect(await grpcProbe('127.0.0.1', port, 'gone', 2)).toEqual({ result: 'failure', output: 'service unhealthy (responded with "SERVICE_UNKNOWN")' });
-    const missing = await grpcProbe('127.0.0.1', port, 'other', 2);
+    expect(await grpcProbe('127.0.0.1', port, '', 2, 'kube-probe/1.37')).toEqual({ result: 'success', output: 'service healthy' });
+    expect(await grpcProbe('127.0.0.1', port, 'down', 2, 'kube-probe/1.37')).toEqual({ result: 'failure', output: 'service unhealthy (responded with "NOT_SERVING")' });
+    expect(await grpcProbe('127.0.0.1', port, 'gone', 2, 'kube-probe/1.37')).toEqual({ result: 'failure', output: 'service unhealthy (responded with "SERVICE_UNKNOWN")' });
+    const missing = await grpcProbe('127.0.0.1', port, 'other', 2, 'kube-probe/1.37');
     expect(missing.result).toBe('failure');
     expect(missing.output).toMatch(/^error: health rpc probe failed: 5 NOT_FOUND: unknown service/);
     expect(asked).toEqual(['', 'down', 'gone', 'other']);
@@ -50,18 +50,18 @@ test('SERVING is success; another status, or no such service, is a failure in ku
 test('a server without the health service, and no server at all, are failures', async () => {
   const { server, port } = await healthServer({}, { health: false });
   try {
-    expect((await grpcProbe('127.0.0.1', port, '', 2)).output).toMatch(/^error: this server does not implement the grpc health protocol \(grpc\.health\.v1\.Health\)/);
+    expect((await grpcProbe('127.0.0.1', port, '', 2, 'kube-probe/1.37')).output).toMatch(/^error: this server does not implement the grpc health protocol \(grpc\.health\.v1\.Health\)/);
   } finally {
     server.forceShutdown();
   }
-  expect(await grpcProbe('127.0.0.1', port, '', 1)).toEqual({ result: 'failure', output: `timeout: failed to connect service "127.0.0.1:${port}" within 1s: context deadline exceeded` });
+  expect(await grpcProbe('127.0.0.1', port, '', 1, 'kube-probe/1.37')).toEqual({ result: 'failure', output: `timeout: failed to connect service "127.0.0.1:${port}" within 1s: context deadline exceeded` });
 });
 
 test("runProbe sends a grpc probe to the pod's IP with its service", async () => {
   const { server, port, asked } = await healthServer({ api: 1 });
   try {
     const outcome = await runProbe({ grpc: { port, service: 'api' }, timeoutSeconds: 2 }, {
-      container: { name: 'app' }, containerId: 'c1', field: 'spec.containers[0].livenessProbe', podIPs: ['127.0.0.1'], hostIPs: [],
+      container: { name: 'app' }, containerId: 'c1', field: 'spec.containers[0].livenessProbe', podIPs: ['127.0.0.1'], hostIPs: [], userAgent: 'kube-probe/1.37',
       runtime: { execSync: () => Promise.reject(new Error('no exec')) },
     });
     expect(outcome.result).toBe('success');

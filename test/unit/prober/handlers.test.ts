@@ -105,7 +105,7 @@ describe('handler resolution', () => {
   });
 
   function ctx(extra: Partial<ProbeRunContext> = {}): ProbeRunContext {
-    return { container, containerId: 'c1', field: 'spec.containers[0].readinessProbe', podIPs: ['10.99.0.5'], hostIPs: [], runtime: new FakeExecRuntime(() => result(0)), ...extra };
+    return { container, containerId: 'c1', field: 'spec.containers[0].readinessProbe', podIPs: ['10.99.0.5'], hostIPs: [], runtime: new FakeExecRuntime(() => result(0)), userAgent: 'kube-probe/1.37', ...extra };
   }
 
   test('exec commands get $(VAR) from the container\'s plain env values', async () => {

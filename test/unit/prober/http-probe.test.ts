@@ -22,6 +22,13 @@ afterEach(async () => {
 
 const url = (port: number, path = '/healthz', scheme = 'http') => probeUrl(scheme, '127.0.0.1', port, path);
 
+const ua = probeUserAgent('probe', 37);
+
+test("the User-Agent names the minor served, as a kubelet of that minor's own version", () => {
+  expect(probeUserAgent('probe', 35)).toBe('kube-probe/1.35');
+  expect(probeUserAgent('lifecycle', 36)).toBe('kube-lifecycle/1.36');
+});
+
 describe('httpProbe', () => {
   test('200 succeeds with the body; kubelet headers are sent, custom ones added', async () => {
     let seen: IncomingHttpHeaders = {};
@@ -31,11 +38,10 @@ describe('httpProbe', () => {
       seenUrl = req.url ?? '';
       res.end('ok');
     });
-    const out = await httpProbe({ url: url(port, '/healthz?full=1'), headers: [{ name: 'X-Custom', value: 'a' }, { name: 'X-Custom', value: 'b' }] }, 1_000);
+    const out = await httpProbe({ url: url(port, '/healthz?full=1'), headers: [{ name: 'X-Custom', value: 'a' }, { name: 'X-Custom', value: 'b' }], userAgent: ua }, 1_000);
     expect(out).toEqual({ result: 'success', output: 'ok' });
     expect(seenUrl).toBe('/healthz?full=1');
-    expect(seen['user-agent']).toBe(probeUserAgent);
-    expect(probeUserAgent).toMatch(/^kube-probe\/1\.\d+$/);
+    expect(seen['user-agent']).toBe('kube-probe/1.37');
     expect(seen.accept).toBe('*/*');
     expect(seen['x-custom']).toBe('a, b');
     expect(seen.connection).toBe('close');
@@ -46,7 +52,7 @@ describe('httpProbe', () => {
     let seen: IncomingHttpHeaders = {};
     const port = await serve((req, res) => ((seen = req.headers), res.end()));
     const headers = [{ name: 'user-agent', value: 'mine' }, { name: 'Accept', value: '' }, { name: 'Host', value: 'app.example' }];
-    expect((await httpProbe({ url: url(port), headers }, 1_000)).result).toBe('success');
+    expect((await httpProbe({ url: url(port), headers, userAgent: ua }, 1_000)).result).toBe('success');
     expect(seen['user-agent']).toBe('mine');
     expect(seen.accept).toBeUndefined();
     expect(seen.host).toBe('app.example');
@@ -55,11 +61,11 @@ describe('httpProbe', () => {
   test('399 succeeds, 400 and 500 fail without the body in the output', async () => {
     let status = 399;
     const port = await serve((_req, res) => ((res.statusCode = status), res.end('secret body')));
-    expect((await httpProbe({ url: url(port), headers: [] }, 1_000)).result).toBe('warning');
+    expect((await httpProbe({ url: url(port), headers: [], userAgent: ua }, 1_000)).result).toBe('warning');
     status = 204;
-    expect((await httpProbe({ url: url(port), headers: [] }, 1_000)).result).toBe('success');
+    expect((await httpProbe({ url: url(port), headers: [], userAgent: ua }, 1_000)).result).toBe('success');
     for (status of [400, 500]) {
-      expect(await httpProbe({ url: url(port), headers: [] }, 1_000)).toEqual({ result: 'failure', output: `HTTP probe failed with statuscode: ${status}` });
+      expect(await httpProbe({ url: url(port), headers: [], userAgent: ua }, 1_000)).toEqual({ result: 'failure', output: `HTTP probe failed with statuscode: ${status}` });
     }
   });
 
@@ -73,7 +79,7 @@ describe('httpProbe', () => {
       else if (req.url === '/new') res.writeHead(307, { Location: `http://127.0.0.1:${(req.socket.localPort)}/final` }).end();
       else res.end('landed');
     });
-    const out = await httpProbe({ url: url(port, '/old'), headers: [{ name: 'X-Probe', value: 'yes' }] }, 1_000);
+    const out = await httpProbe({ url: url(port, '/old'), headers: [{ name: 'X-Probe', value: 'yes' }], userAgent: ua }, 1_000);
     expect(out).toEqual({ result: 'success', output: 'landed' });
     expect(paths).toEqual(['/old', '/new', '/final']);
     expect(agents).toEqual(['yes', 'yes', 'yes']);
@@ -81,13 +87,13 @@ describe('httpProbe', () => {
 
   test('a redirect to another host is not followed: a warning, which counts as success', async () => {
     const port = await serve((_req, res) => res.writeHead(302, { Location: 'http://elsewhere.invalid/' }).end('moved'));
-    expect(await httpProbe({ url: url(port), headers: [] }, 1_000)).toEqual({ result: 'warning', output: 'Probe terminated redirects, Response body: moved' });
+    expect(await httpProbe({ url: url(port), headers: [], userAgent: ua }, 1_000)).toEqual({ result: 'warning', output: 'Probe terminated redirects, Response body: moved' });
   });
 
   test('a redirect loop fails after 10 requests', async () => {
     let requests = 0;
     const port = await serve((_req, res) => (requests++, res.writeHead(302, { Location: '/again' }).end()));
-    const out = await httpProbe({ url: url(port), headers: [] }, 2_000);
+    const out = await httpProbe({ url: url(port), headers: [], userAgent: ua }, 2_000);
     expect(out.result).toBe('failure');
     expect(out.output).toMatch(/stopped after 10 redirects$/);
     expect(requests).toBe(10);
@@ -99,14 +105,14 @@ describe('httpProbe', () => {
       res.write('y'.repeat(8 * 1024));
       // Never ends: the probe must not wait for the rest.
     });
-    const out = await httpProbe({ url: url(port), headers: [] }, 2_000);
+    const out = await httpProbe({ url: url(port), headers: [], userAgent: ua }, 2_000);
     expect(out.result).toBe('success');
     expect(out.output).toHaveLength(10 * 1024);
   });
 
   test('no answer within the timeout fails like Go\'s client', async () => {
     const port = await serve(() => undefined);
-    const out = await httpProbe({ url: url(port), headers: [] }, 200);
+    const out = await httpProbe({ url: url(port), headers: [], userAgent: ua }, 200);
     expect(out).toEqual({
       result: 'failure',
       output: `Get "http://127.0.0.1:${port}/healthz": context deadline exceeded (Client.Timeout exceeded while awaiting headers)`,
@@ -116,19 +122,19 @@ describe('httpProbe', () => {
   test('a refused connection fails with the dial error', async () => {
     const port = await serve(() => undefined);
     await new Promise((r) => servers.pop()!.close(r));
-    const out = await httpProbe({ url: url(port), headers: [] }, 1_000);
+    const out = await httpProbe({ url: url(port), headers: [], userAgent: ua }, 1_000);
     expect(out).toEqual({ result: 'failure', output: `Get "http://127.0.0.1:${port}/healthz": dial tcp 127.0.0.1:${port}: connect: connection refused` });
   });
 
   test('HTTPS is probed without verifying the certificate', async () => {
     const port = await serve((_req, res) => res.end('tls ok'), true);
-    expect(await httpProbe({ url: url(port, '/', 'https'), headers: [] }, 1_000)).toEqual({ result: 'success', output: 'tls ok' });
+    expect(await httpProbe({ url: url(port, '/', 'https'), headers: [], userAgent: ua }, 1_000)).toEqual({ result: 'success', output: 'tls ok' });
   });
 
   test('an abort from the caller rejects instead of reporting a failure', async () => {
     const port = await serve(() => undefined);
     const controller = new AbortController();
-    const run = httpProbe({ url: url(port), headers: [] }, 5_000, controller.signal);
+    const run = httpProbe({ url: url(port), headers: [], userAgent: ua }, 5_000, controller.signal);
     controller.abort(new Error('worker stopped'));
     await expect(run).rejects.toThrow('worker stopped');
   });

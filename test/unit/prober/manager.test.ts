@@ -41,7 +41,7 @@ function setup(hostIP = '192.0.2.2') {
     },
   };
   const { log } = recordingLogger();
-  const manager = new ProbeManager({ runtime, hostIP: () => hostIP, hostIPs: () => [], log, clock, random: () => 0 });
+  const manager = new ProbeManager({ runtime, hostIP: () => hostIP, hostIPs: () => [], kubeMinor: 37, log, clock, random: () => 0 });
   let wakes = 0;
   const wake = () => wakes++;
   return { clock, exits, calls, manager, wake, wakes: () => wakes };
