@@ -195,12 +195,9 @@ export class PodCertificateManager {
       fieldSelector: `spec.nodeName=${this.opts.nodeName}`,
       what: `podcertificaterequests of node ${this.opts.nodeName}`,
       log: this.opts.log,
-      // A request appeared, changed or went: the projections of its pod look again.
-      onChange: (requests) => {
-        const uids = new Set(requests.map((r) => r.spec?.podUID));
-        for (const p of this.projections.values()) if (uids.has(p.key.podUid) || p.state.kind === 'wait' || p.state.kind === 'waitRefresh') this.queue(p.key);
-        for (const pod of this.pods.values()) for (const key of projectionKeys(pod)) if (!this.projections.has(keyString(key))) this.queue(key);
-      },
+      // The first list, or a request appeared, changed or went: every projection looks again (a step is a no-op but
+      // for the projections it concerns; kubelet queues those of the request's pod).
+      onChange: () => this.queueAll(),
     });
     void this.reflector.run(this.controller.signal);
     this.scheduleRefreshPass();
@@ -209,10 +206,14 @@ export class PodCertificateManager {
   /** kubelet's runRefreshPass, every minute with a jitter factor of 1 (1-2 minutes). */
   private scheduleRefreshPass(): void {
     this.refreshTimer = setTimeout(() => {
-      for (const pod of this.pods.values()) for (const key of projectionKeys(pod)) this.queue(key);
+      this.queueAll();
       this.scheduleRefreshPass();
     }, 60_000 + randomInt(60_000));
     this.refreshTimer.unref();
+  }
+
+  private queueAll(): void {
+    for (const pod of this.pods.values()) for (const key of projectionKeys(pod)) this.queue(key);
   }
 
   private queue(key: ProjectionKey): void {
