@@ -120,7 +120,7 @@ export class ClusterMode {
     });
     this.status = new StatusManager({ client, log });
     this.events = new ApiEventRecorder({ client: eventClient, nodeName, log });
-    this.objects = new ClusterObjectSource({ client, log });
+    this.objects = new ClusterObjectSource({ client, log, nodeName, nodeUid: () => this.registeredNode?.metadata?.uid, events: this.events });
     this.services = new ServiceInformer({ client, log });
     this.mirrors = new MirrorPodManager({ client, nodeName, log, nodeUid: async () => this.registeredNode?.metadata?.uid });
     this.nodeReflector = new Reflector<V1Node>({

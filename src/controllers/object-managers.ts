@@ -1,14 +1,23 @@
-// The cluster-mode ApiObjectSource: configmap and secret managers (watch strategy) plus the token manager, fed by the pods registered with it.
-import type { V1ConfigMap, V1Pod, V1Secret } from '@kubernetes/client-node';
+// The cluster-mode ApiObjectSource: configmap and secret managers (watch strategy), the token, ClusterTrustBundle and pod
+// certificate managers, fed by the pods registered with it.
+import type { V1ClusterTrustBundleProjection, V1ConfigMap, V1Pod, V1Secret } from '@kubernetes/client-node';
+import type { EventRecorder } from '../core/events.js';
 import type { Logger } from '../core/log.js';
 import type { KubeClient } from '../kubeapi/client.js';
 import { WatchedObjectCache } from './object-cache.js';
-import { podObjectReferences, type ApiObjectSource, type PodObjectReferences, type ServiceAccountToken, type TokenProjectionRequest } from '../core/api-objects.js';
+import { podObjectReferences, type ApiObjectSource, type PodCredentials, type PodObjectReferences, type ServiceAccountToken, type TokenProjectionRequest } from '../core/api-objects.js';
 import { ServiceAccountTokenManager } from './token-manager.js';
+import { ClusterTrustBundleManager } from './trust-bundles.js';
+import { PodCertificateManager } from './pod-certificates.js';
 
 export interface ClusterObjectSourceOptions {
   client: Pick<KubeClient, 'request' | 'watch'>;
   log: Logger;
+  nodeName: string;
+  /** The registered Node's UID, for PodCertificateRequests; undefined until registered. */
+  nodeUid: () => string | undefined;
+  /** kubelet's events about pod certificates (denied, failed, overdue, expired). */
+  events?: EventRecorder;
   /** Pods whose configmaps or secrets changed (appeared, were updated or deleted): their volumes are rewritten on their next sync. */
   onPodsChanged?: (podUids: string[]) => void;
   now?: () => number;
@@ -31,6 +40,8 @@ export class ClusterObjectSource implements ApiObjectSource {
   private readonly configMaps: WatchedObjectCache<V1ConfigMap>;
   private readonly secrets: WatchedObjectCache<V1Secret>;
   private readonly tokens: ServiceAccountTokenManager;
+  private readonly trustBundles: ClusterTrustBundleManager;
+  private readonly podCertificates: PodCertificateManager;
   private readonly pods = new Map<string, Registration>();
   /** Set by the wiring once the pod workers exist. */
   onPodsChanged?: (podUids: string[]) => void;
@@ -41,6 +52,17 @@ export class ClusterObjectSource implements ApiObjectSource {
     this.configMaps = new WatchedObjectCache<V1ConfigMap>({ ...common, resource: 'configmaps', kind: 'configmap', onChange: (ns, name) => this.changed('configMaps', ns, name) });
     this.secrets = new WatchedObjectCache<V1Secret>({ ...common, resource: 'secrets', kind: 'secret', onChange: (ns, name) => this.changed('secrets', ns, name) });
     this.tokens = new ServiceAccountTokenManager({ client: opts.client, log: opts.log, ...(opts.now ? { now: opts.now } : {}) });
+    // A bundle changed: every pod projecting one rewrites it (the anchors of a selector can change with any bundle).
+    this.trustBundles = new ClusterTrustBundleManager({ client: opts.client, log: opts.log, onChange: () => this.changedTrustBundles() });
+    this.podCertificates = new PodCertificateManager({
+      client: opts.client,
+      log: opts.log,
+      nodeName: opts.nodeName,
+      nodeUid: opts.nodeUid,
+      ...(opts.events ? { events: opts.events } : {}),
+      ...(opts.now ? { now: opts.now } : {}),
+      onPodsChanged: (uids) => this.onPodsChanged?.(uids),
+    });
   }
 
   registerPod(pod: V1Pod): void {
@@ -54,6 +76,7 @@ export class ClusterObjectSource implements ApiObjectSource {
     for (const name of refs.secrets) this.secrets.acquire(namespace, name);
     if (previous) this.release(previous);
     this.pods.set(uid, { pod, namespace, refs });
+    this.podCertificates.trackPod(pod);
   }
 
   unregisterPod(uid: string): void {
@@ -61,6 +84,7 @@ export class ClusterObjectSource implements ApiObjectSource {
     if (previous) this.release(previous);
     this.pods.delete(uid);
     this.tokens.deletePodTokens(uid);
+    this.podCertificates.forgetPod(uid);
   }
 
   getConfigMap(namespace: string, name: string, signal?: AbortSignal): Promise<V1ConfigMap> {
@@ -81,6 +105,14 @@ export class ClusterObjectSource implements ApiObjectSource {
     });
   }
 
+  trustAnchors(source: V1ClusterTrustBundleProjection, signal?: AbortSignal): Promise<Buffer> {
+    return this.trustBundles.trustAnchors(source, signal);
+  }
+
+  podCertificate(pod: V1Pod, volumeName: string, sourceIndex: number): PodCredentials {
+    return this.podCertificates.credentials(pod, volumeName, sourceIndex);
+  }
+
   /** Objects watched, for tests and logs. */
   get watched(): { configMaps: number; secrets: number } {
     return { configMaps: this.configMaps.size, secrets: this.secrets.size };
@@ -90,11 +122,18 @@ export class ClusterObjectSource implements ApiObjectSource {
   stop(): void {
     this.configMaps.stop();
     this.secrets.stop();
+    this.trustBundles.stop();
+    this.podCertificates.stop();
   }
 
   private release(reg: Registration): void {
     for (const name of reg.refs.configMaps) this.configMaps.release(reg.namespace, name);
     for (const name of reg.refs.secrets) this.secrets.release(reg.namespace, name);
+  }
+
+  private changedTrustBundles(): void {
+    const uids = [...this.pods].filter(([, r]) => (r.pod.spec?.volumes ?? []).some((v) => v.projected?.sources?.some((s) => s.clusterTrustBundle))).map(([uid]) => uid);
+    if (uids.length > 0) this.onPodsChanged?.(uids);
   }
 
   private changed(kind: keyof PodObjectReferences, namespace: string, name: string): void {

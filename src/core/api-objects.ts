@@ -1,5 +1,6 @@
-// What pod volumes and container env read from the API server (configmaps, secrets, service account tokens), as an interface with typed errors.
-import type { V1ConfigMap, V1Pod, V1Secret, V1Service } from '@kubernetes/client-node';
+// What pod volumes and container env read from the API server (configmaps, secrets, service account tokens, trust bundles,
+// pod certificates), as an interface with typed errors.
+import type { V1ClusterTrustBundleProjection, V1ConfigMap, V1Pod, V1PodCertificateProjection, V1Secret, V1Service } from '@kubernetes/client-node';
 import { podContainers } from './pod-containers.js';
 
 /** The kind names kubelet's object managers use in their NotFound errors (`configmap "x" not found`). */
@@ -32,6 +33,15 @@ export interface ServiceAccountToken {
   expirationTimestamp: Date;
 }
 
+/** The 1.37 podCertificate projection, with userAnnotations (not in the client library's model yet). */
+export type PodCertificateSource = V1PodCertificateProjection & { userAnnotations?: Record<string, string> };
+
+/** The issued credentials of a podCertificate projection: the node-made key (PKCS#8 PEM) and the signer's chain (PEM). */
+export interface PodCredentials {
+  privateKey: Buffer;
+  certificateChain: Buffer;
+}
+
 /**
  * The API objects a node reads for its pods (kubelet's configmap, secret and token managers). A pod is registered
  * before its volumes and env are built, so its objects are watched and cached; it is unregistered when it is gone.
@@ -46,6 +56,10 @@ export interface ApiObjectSource {
   getSecret(namespace: string, name: string, signal?: AbortSignal): Promise<V1Secret>;
   /** A token bound to the pod, from the cache while it is fresh, else from TokenRequest. */
   serviceAccountToken(pod: V1Pod, request: TokenProjectionRequest): Promise<ServiceAccountToken>;
+  /** A clusterTrustBundle projection's file: the selected bundles' certificates, deduplicated (empty when optional and none). */
+  trustAnchors(source: V1ClusterTrustBundleProjection, signal?: AbortSignal): Promise<Buffer>;
+  /** A podCertificate projection's credentials; throws kubelet's message while they are pending, denied or failed. */
+  podCertificate(pod: V1Pod, volumeName: string, sourceIndex: number): PodCredentials;
 }
 
 /** The configmaps and secrets a pod reads (kubelet's VisitPodConfigmapNames and VisitPodSecretNames, for the sources nodelet uses). */

@@ -6,6 +6,7 @@ import { isObjectNotFound, type ApiObjectSource } from '../core/api-objects.js';
 import { compareStrings } from '../core/compare.js';
 import type { NodeAllocatable } from '../host/allocatable.js';
 import type { FileProjection } from './atomic-writer.js';
+import { clusterTrustBundleFiles, podCertificateFiles } from './certificate-sources.js';
 import { downwardApiPayload } from './downward-api.js';
 
 /** The API's defaults of defaultMode (ConfigMapVolumeSourceDefaultMode, SecretVolumeSourceDefaultMode, ProjectedVolumeSourceDefaultMode). */
@@ -132,7 +133,10 @@ async function projectedPayload(pod: V1Pod, volume: V1Volume, ctx: PayloadContex
   const payload: VolumePayload = new Map();
   const errors: Error[] = [];
   const fsGroup = pod.spec?.securityContext?.fsGroup;
-  for (const s of source.sources ?? []) {
+  const fsUser = podFsUser(pod);
+  // Tokens, trust anchors and certificates: with an fsUser or fsGroup private to them (fsGroup ownership then adds group read: 0640).
+  const privateFile = { mode: fsUser !== undefined || fsGroup !== undefined ? 0o600 : defaultMode, ...(fsUser !== undefined ? { fsUser } : {}) };
+  for (const [index, s] of (source.sources ?? []).entries()) {
     try {
       let part: VolumePayload | undefined;
       if (s.configMap) {
@@ -150,7 +154,6 @@ async function projectedPayload(pod: V1Pod, volume: V1Volume, ctx: PayloadContex
       } else if (s.serviceAccountToken) {
         const tp = s.serviceAccountToken;
         if (!ctx.objects) throw needApiServer('serviceAccountToken source');
-        const fsUser = podFsUser(pod);
         const token = await ctx.objects.serviceAccountToken(
           pod,
           {
@@ -159,9 +162,13 @@ async function projectedPayload(pod: V1Pod, volume: V1Volume, ctx: PayloadContex
             expirationSeconds: tp.expirationSeconds ?? defaultTokenExpirationSeconds,
           },
         );
-        // With an fsUser or fsGroup the token is private to them (fsGroup ownership then adds group read: 0640).
-        const mode = fsUser !== undefined || fsGroup !== undefined ? 0o600 : defaultMode;
-        part = new Map([[tp.path, { data: Buffer.from(token.token, 'utf8'), mode, ...(fsUser !== undefined ? { fsUser } : {}) }]]);
+        part = new Map([[tp.path, { ...privateFile, data: Buffer.from(token.token, 'utf8') }]]);
+      } else if (s.clusterTrustBundle) {
+        if (!ctx.objects) throw needApiServer('clusterTrustBundle source');
+        part = clusterTrustBundleFiles(s.clusterTrustBundle, await ctx.objects.trustAnchors(s.clusterTrustBundle, ctx.signal), privateFile);
+      } else if (s.podCertificate) {
+        if (!ctx.objects) throw needApiServer('podCertificate source');
+        part = podCertificateFiles(s.podCertificate, ctx.objects.podCertificate(pod, volume.name, index), privateFile);
       }
       for (const [path, file] of part ?? []) payload.set(path, file);
     } catch (err) {

@@ -4,8 +4,8 @@ import type { V1Pod, V1Volume } from '@kubernetes/client-node';
 /** The volume sources nodelet sets up itself (image: the runtime mounts it); configMap, secret and projected need the API server. */
 const supportedSources = new Set(['name', 'emptyDir', 'hostPath', 'downwardAPI', 'configMap', 'secret', 'projected', 'image']);
 const apiServerSources = ['configMap', 'secret', 'projected'] as const;
-/** The projected sources nodelet writes (not clusterTrustBundle, podCertificate). */
-const projectedSources = new Set(['configMap', 'secret', 'downwardAPI', 'serviceAccountToken']);
+/** The projected sources nodelet writes. */
+const projectedSources = new Set(['configMap', 'secret', 'downwardAPI', 'serviceAccountToken', 'clusterTrustBundle', 'podCertificate']);
 
 function unsupportedSource(volume: V1Volume): string | undefined {
   const sources = Object.keys(volume).filter((k) => !supportedSources.has(k));
@@ -18,7 +18,8 @@ function unsupportedSource(volume: V1Volume): string | undefined {
 /**
  * Field paths of volume features nodelet refuses: sources other than emptyDir (disk or Memory), hostPath,
  * downwardAPI, configMap, secret, projected and image (persistentVolumeClaim, ...), projected sources other than
- * configMap, secret, downwardAPI and serviceAccountToken, hugepage media and resources, and volumeDevices.
+ * configMap, secret, downwardAPI, serviceAccountToken, clusterTrustBundle and podCertificate, hugepage media and
+ * resources, and volumeDevices.
  */
 export function unsupportedVolumeFields(pod: V1Pod): string[] {
   const fields: string[] = [];

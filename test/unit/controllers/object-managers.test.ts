@@ -112,7 +112,7 @@ test('podObjectReferences: imagePullSecrets, volumes, projected sources, envFrom
 
 test('ClusterObjectSource: registration keeps one watch per object; a change wakes exactly the pods that read it', async () => {
   const woken: string[][] = [];
-  const source = new ClusterObjectSource({ client: api.client, log, onPodsChanged: (uids) => woken.push(uids), syncTimeoutMs: 200 });
+  const source = new ClusterObjectSource({ client: api.client, log, nodeName: 'n1', nodeUid: () => undefined, onPodsChanged: (uids) => woken.push(uids), syncTimeoutMs: 200 });
   try {
     api.put('configmaps', 'ns', 'shared', { data: { a: '1' } });
     source.registerPod(pod('u1', ['shared', 'only1'], ['s1']));

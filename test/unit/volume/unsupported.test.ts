@@ -21,7 +21,8 @@ test('supported sources and recursiveReadOnly mounts pass; others and hugepages 
       spec: {
         volumes: [
           { name: 'a', configMap: { name: 'cm' } },
-          { name: 'b', projected: { sources: [{ serviceAccountToken: { path: 't' } }, { clusterTrustBundle: { path: 'b' } }] } },
+          // clusterTrustBundle and podCertificate are written; a source nodelet does not know is named.
+          { name: 'b', projected: { sources: [{ serviceAccountToken: { path: 't' } }, { clusterTrustBundle: { path: 'b' } }, { futureSource: {} } as never, { podCertificate: { signerName: 's/x', keyType: 'ED25519' } }] } },
           { name: 'c', emptyDir: { medium: 'HugePages' } },
           { name: 'd', persistentVolumeClaim: { claimName: 'pvc' } },
           { name: 'e', downwardAPI: { items: [{ path: 'h', resourceFieldRef: { containerName: 'm', resource: 'limits.hugepages-2Mi' } }] } },
@@ -30,7 +31,7 @@ test('supported sources and recursiveReadOnly mounts pass; others and hugepages 
       },
     }),
   ).toEqual([
-    'spec.volumes[1].projected.sources[1].clusterTrustBundle',
+    'spec.volumes[1].projected.sources[2].futureSource',
     'spec.volumes[2].emptyDir.medium',
     'spec.volumes[3].persistentVolumeClaim',
     'spec.volumes[4].downwardAPI.items[0].resourceFieldRef',
