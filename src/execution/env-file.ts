@@ -4,6 +4,7 @@ import { lstat, open, readlink } from 'node:fs/promises';
 import { posix } from 'node:path';
 import type { V1FileKeySelector } from '@kubernetes/client-node';
 import { SyncError } from '../core/sync-result.js';
+import { envString } from './env-bytes.js';
 
 /** filepath-securejoin's limit on the symlinks followed while joining. */
 const MAX_SYMLINKS = 255;
@@ -67,14 +68,14 @@ async function* fileLines(path: string): AsyncGenerator<string> {
       pending = Buffer.concat([pending, chunk.subarray(0, bytesRead)]);
       let nl;
       while ((nl = pending.indexOf(0x0a)) !== -1) {
-        yield dropCR(pending.subarray(0, nl)).toString('utf8');
+        yield envString(dropCR(pending.subarray(0, nl)));
         pending = pending.subarray(nl + 1);
       }
       if (pending.length >= MAX_LINE_BYTES) {
         throw new Error(`error reading environment variable file ${JSON.stringify(path)}: bufio.Scanner: token too long`);
       }
     }
-    if (pending.length > 0) yield dropCR(pending).toString('utf8');
+    if (pending.length > 0) yield envString(dropCR(pending));
   } finally {
     await file.close();
   }

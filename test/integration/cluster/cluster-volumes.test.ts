@@ -201,3 +201,31 @@ test('deleting a pod unmounts its secret and projected tmpfs and removes its dir
   await waitFor('pod directory removed', async () => (mountsUnder(await readMountInfo(), podDir).length === 0 && !(await pod('vols')) ? true : undefined), 30_000);
   await waitFor('pod dir gone', async () => (!existsSync(podDir) ? true : undefined), 30_000);
 });
+
+test("a Secret's non-UTF-8 bytes reach the container's environment as they are (CRI KeyValue.value is bytes)", async () => {
+  const bytes = Buffer.from([0xff, 0xfe, 0x41, 0xc3, 0x28, 0x80, 0xe2, 0x82]);
+  await kubectl.fromFile('create', 'secret-bin.json', JSON.stringify({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'bin' }, data: { val: bytes.toString('base64') } }));
+  await createPod(`apiVersion: v1
+kind: Pod
+metadata: {name: binenv}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: ${busybox}
+    command: ["sleep", "3600"]
+    envFrom:
+    - {prefix: FROM_, secretRef: {name: bin}}
+    env:
+    - {name: BIN, valueFrom: {secretKeyRef: {name: bin, key: val}}}
+    - {name: MIXED, value: "<$(BIN)>"}
+`, 'binenv');
+  const p = await waitForPod('binenv', 'Running', isRunning, 90_000);
+  const hex = async (name: string) => (await exec(p, 'main', `printf %s "$${name}" | od -An -tx1`)).out.split(/\s+/).join(' ');
+  const expected = [...bytes].map((b) => b.toString(16).padStart(2, '0')).join(' ');
+  expect(await hex('BIN')).toBe(expected);
+  expect(await hex('FROM_val')).toBe(expected);
+  expect(await hex('MIXED')).toBe(`3c ${expected} 3e`);
+  expect(await kubectl.run('delete', 'pod', 'binenv', '--wait=false')).toBe('pod "binenv" deleted from default namespace');
+  await waitForRuntimeGone(cri, [p.metadata!.uid!], 60_000);
+});
