@@ -1,8 +1,17 @@
 // Volume fields nodelet cannot honour without an API server (or at all yet), as field paths for the pod's refusal.
 import type { V1Pod, V1Volume } from '@kubernetes/client-node';
 
-/** The volume sources nodelet sets up itself; configMap, secret and projected need the API server. */
-const supportedSources = new Set(['name', 'emptyDir', 'hostPath', 'downwardAPI', 'configMap', 'secret', 'projected']);
+/**
+ * The volume sources nodelet sets up itself; configMap, secret and projected need the API server. gitRepo is admitted
+ * as kubelet admits it, and its set-up fails (gitRepoDisabled).
+ */
+const supportedSources = new Set(['name', 'emptyDir', 'hostPath', 'downwardAPI', 'configMap', 'secret', 'projected', 'gitRepo']);
+
+/**
+ * kubelet's git_repo plugin's SetUp error: the GitRepoVolumeDriver gate is off since 1.33 and locked off since 1.36, so
+ * a gitRepo volume never mounts (FailedMount; the pod stays ContainerCreating). The gate can no longer be turned on.
+ */
+export const gitRepoDisabled = 'git-repo volume plugin has been disabled; if necessary, it may be re-enabled by enabling the feature-gate `GitRepoVolumeDriver`';
 const apiServerSources = ['configMap', 'secret', 'projected'] as const;
 /** The projected sources nodelet writes (not clusterTrustBundle, podCertificate). */
 const projectedSources = new Set(['configMap', 'secret', 'downwardAPI', 'serviceAccountToken']);

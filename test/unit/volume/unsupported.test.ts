@@ -10,6 +10,8 @@ test('supported sources and recursiveReadOnly mounts pass; others and hugepages 
           { name: 'b', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } },
           { name: 'c', hostPath: { path: '/x' } },
           { name: 'd', downwardAPI: { items: [{ path: 'l', fieldRef: { fieldPath: 'metadata.labels' } }] } },
+          // Admitted as kubelet admits it; its set-up fails (FailedMount).
+          { name: 'g', gitRepo: { repository: 'https://example.invalid/r.git' } },
         ],
         containers: [{ name: 'm', volumeMounts: [{ name: 'a', mountPath: '/a', readOnly: true, recursiveReadOnly: 'Disabled' }, { name: 'c', mountPath: '/c', readOnly: true, recursiveReadOnly: 'Enabled' }] }],
       },
