@@ -1,9 +1,9 @@
-// Volume fields nodelet cannot honour without an API server (or at all yet), as field paths for the pod's refusal.
+// Volume fields nodelet cannot honour yet, as field paths for the pod's refusal.
 import type { V1Pod, V1Volume } from '@kubernetes/client-node';
 
 /**
- * The volume sources nodelet sets up itself; configMap, secret and projected need the API server. gitRepo is admitted
- * as kubelet admits it, and its set-up fails (gitRepoDisabled).
+ * The volume sources nodelet sets up itself (configMap, secret and projected from the API server; static pods may not
+ * use them). gitRepo is admitted as kubelet admits it, and its set-up fails (gitRepoDisabled).
  */
 const supportedSources = new Set(['name', 'emptyDir', 'hostPath', 'downwardAPI', 'configMap', 'secret', 'projected', 'gitRepo']);
 
@@ -12,7 +12,6 @@ const supportedSources = new Set(['name', 'emptyDir', 'hostPath', 'downwardAPI',
  * a gitRepo volume never mounts (FailedMount; the pod stays ContainerCreating). The gate can no longer be turned on.
  */
 export const gitRepoDisabled = 'git-repo volume plugin has been disabled; if necessary, it may be re-enabled by enabling the feature-gate `GitRepoVolumeDriver`';
-const apiServerSources = ['configMap', 'secret', 'projected'] as const;
 /** The projected sources nodelet writes (not clusterTrustBundle, podCertificate). */
 const projectedSources = new Set(['configMap', 'secret', 'downwardAPI', 'serviceAccountToken']);
 
@@ -51,15 +50,5 @@ export function unsupportedVolumeFields(pod: V1Pod): string[] {
       if (c.volumeDevices?.length) fields.push(`${path}[${i}].volumeDevices`);
     });
   }
-  return fields;
-}
-
-/** Field paths of the volumes that need an API server (configMap, secret, projected): refused in standalone mode. */
-export function volumeFieldsNeedingApiServer(pod: V1Pod): string[] {
-  const fields: string[] = [];
-  (pod.spec?.volumes ?? []).forEach((v, i) => {
-    const source = apiServerSources.find((s) => v[s] !== undefined);
-    if (source) fields.push(`spec.volumes[${i}].${source}`);
-  });
   return fields;
 }

@@ -1,5 +1,5 @@
 // Volume features nodelet refuses, by field path.
-import { unsupportedVolumeFields, volumeFieldsNeedingApiServer } from '../../../src/volume/unsupported.js';
+import { unsupportedVolumeFields } from '../../../src/volume/unsupported.js';
 
 test('supported sources and recursiveReadOnly mounts pass; others and hugepages are named', () => {
   expect(
@@ -37,20 +37,4 @@ test('supported sources and recursiveReadOnly mounts pass; others and hugepages 
     'spec.volumes[4].downwardAPI.items[0].resourceFieldRef',
     'spec.containers[0].volumeDevices',
   ]);
-});
-
-test('configMap, secret and projected volumes need an API server', () => {
-  expect(
-    volumeFieldsNeedingApiServer({
-      spec: {
-        volumes: [
-          { name: 'a', emptyDir: {} },
-          { name: 'b', configMap: { name: 'cm' } },
-          { name: 'c', secret: { secretName: 's' } },
-          { name: 'd', projected: { sources: [{ downwardAPI: { items: [] } }] } },
-        ],
-        containers: [],
-      },
-    }),
-  ).toEqual(['spec.volumes[1].configMap', 'spec.volumes[2].secret', 'spec.volumes[3].projected']);
 });
