@@ -2,6 +2,8 @@
 // runtime as they are (CRI KeyValue.value became `bytes`, kubernetes#139132). nodelet keeps env values as JS strings,
 // so $(VAR) expansion works on them, with every byte that is not part of valid UTF-8 carried as the lone surrogate
 // U+DC80..U+DCFF (PEP 383's "surrogateescape"); envValueBytes turns such a string back into the exact bytes.
+// (containerd then writes the environment into the OCI spec as JSON, where Go makes each such byte U+FFFD, as it does
+// for kubelet's.)
 import { isUtf8 } from 'node:buffer';
 
 const ESCAPE_BASE = 0xdc00;

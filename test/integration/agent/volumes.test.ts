@@ -212,8 +212,8 @@ spec:
     volumeMounts:
     - {name: src, mountPath: /src}
 `);
-    // kubelet's words (the log is JSON: the quoted volume name is escaped there).
-    const failedMount = '(spec.volumes[0].gitRepo): git-repo volume plugin has been disabled; if necessary, it may be re-enabled by enabling the feature-gate `GitRepoVolumeDriver`';
+    // kubelet's words, in the log's MountVolume.SetUp failure.
+    const failedMount = 'git-repo volume plugin has been disabled; if necessary, it may be re-enabled by enabling the feature-gate `GitRepoVolumeDriver`';
     await waitFor('the FailedMount reason in the log', async () => agent.output.includes(failedMount), 30_000);
     const p = remember(await agent.waitForPod('gitrepo', 'ContainerCreating', (x) => x.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'ContainerCreating', 30_000));
     expect(p.status?.phase).toBe('Pending');

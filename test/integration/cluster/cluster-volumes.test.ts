@@ -202,8 +202,9 @@ test('deleting a pod unmounts its secret and projected tmpfs and removes its dir
   await waitFor('pod dir gone', async () => (!existsSync(podDir) ? true : undefined), 30_000);
 });
 
-test("a Secret's non-UTF-8 bytes reach the container's environment as they are (CRI KeyValue.value is bytes)", async () => {
-  const bytes = Buffer.from([0xff, 0xfe, 0x41, 0xc3, 0x28, 0x80, 0xe2, 0x82]);
+test("a Secret's non-UTF-8 bytes go to containerd as they are (CRI KeyValue.value is bytes), which writes them into the OCI spec", async () => {
+  // An invalid lead byte, ASCII, a valid 2-byte character, a truncated 3-byte sequence.
+  const bytes = Buffer.from([0xff, 0x41, 0xc3, 0xa9, 0xe2, 0x82]);
   await kubectl.fromFile('create', 'secret-bin.json', JSON.stringify({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'bin' }, data: { val: bytes.toString('base64') } }));
   await createPod(`apiVersion: v1
 kind: Pod
@@ -222,7 +223,12 @@ spec:
 `, 'binenv');
   const p = await waitForPod('binenv', 'Running', isRunning, 90_000);
   const hex = async (name: string) => (await exec(p, 'main', `printf %s "$${name}" | od -An -tx1`)).out.split(/\s+/).join(' ');
-  const expected = [...bytes].map((b) => b.toString(16).padStart(2, '0')).join(' ');
+  // containerd puts the environment into the OCI spec as JSON, and Go's encoding/json turns every byte that is not part
+  // of valid UTF-8 into U+FFFD (ef bf bd), one per byte: the truncated e2 82 gives two. Had nodelet sent text decoded
+  // in JS (the WHATWG decoder), e2 82 would have arrived as one U+FFFD: two here shows containerd got the raw bytes, as
+  // from kubelet.
+  const fffd = 'ef bf bd';
+  const expected = `${fffd} 41 c3 a9 ${fffd} ${fffd}`;
   expect(await hex('BIN')).toBe(expected);
   expect(await hex('FROM_val')).toBe(expected);
   expect(await hex('MIXED')).toBe(`3c ${expected} 3e`);
