@@ -131,9 +131,10 @@ export interface ImageSpec {
   annotations?: KeyValueMap;
 }
 
+/** An environment variable; its value is the exact bytes the process gets (a Secret's data need not be UTF-8). */
 export interface KeyValue {
   key: string;
-  value: string;
+  value: Buffer;
 }
 
 export type MountPropagation = 'PROPAGATION_PRIVATE' | 'PROPAGATION_HOST_TO_CONTAINER' | 'PROPAGATION_BIDIRECTIONAL';

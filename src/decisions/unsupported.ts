@@ -1,30 +1,13 @@
 // Pod fields nodelet cannot honour yet: such a pod is refused (phase Failed) instead of run half right.
 import type { V1Pod } from '@kubernetes/client-node';
 import type { WaitingReason } from './status.js';
-import { unsupportedVolumeFields, volumeFieldsNeedingApiServer } from '../volume/unsupported.js';
-
-/** Fields that need an API server: configMap, secret and projected volumes, envFrom, configMapKeyRef, secretKeyRef. */
-function fieldsNeedingApiServer(pod: V1Pod): string[] {
-  const fields = volumeFieldsNeedingApiServer(pod);
-  const lists = [['spec.initContainers', pod.spec?.initContainers ?? []], ['spec.containers', pod.spec?.containers ?? []]] as const;
-  for (const [path, list] of lists) {
-    list.forEach((c, i) => {
-      if (c.envFrom?.length) fields.push(`${path}[${i}].envFrom`);
-      (c.env ?? []).forEach((e, j) => {
-        for (const source of ['configMapKeyRef', 'secretKeyRef'] as const) {
-          if (e.valueFrom?.[source]) fields.push(`${path}[${i}].env[${j}].valueFrom.${source}`);
-        }
-      });
-    });
-  }
-  return fields;
-}
+import { unsupportedVolumeFields } from '../volume/unsupported.js';
 
 /**
- * The unsupported fields of a pod, as the reason and message a refused pod reports. Without an API server
- * (`apiServer` false: standalone mode) the fields that read API objects are refused too, saying so.
+ * The unsupported fields of a pod, as the reason and message a refused pod reports. (Fields that read API objects
+ * need no check here: standalone, every pod is static, and the file source refuses static pods that reference any.)
  */
-export function unsupportedPodFields(pod: V1Pod, opts: { apiServer: boolean } = { apiServer: false }): WaitingReason | undefined {
+export function unsupportedPodFields(pod: V1Pod): WaitingReason | undefined {
   const spec = pod.spec;
   const fields: string[] = [];
   fields.push(...unsupportedVolumeFields(pod));
@@ -40,12 +23,7 @@ export function unsupportedPodFields(pod: V1Pod, opts: { apiServer: boolean } = 
       }
     });
   }
-  const needApi = opts.apiServer ? [] : fieldsNeedingApiServer(pod);
-  if (fields.length === 0 && needApi.length === 0) return undefined;
+  if (fields.length === 0) return undefined;
   const m = pod.metadata ?? {};
-  const parts = [
-    ...(fields.length ? [`uses fields nodelet does not support yet: ${fields.join(', ')}`] : []),
-    ...(needApi.length ? [`uses fields that need an API server (nodelet runs standalone; start it with --kubeconfig): ${needApi.join(', ')}`] : []),
-  ];
-  return { reason: 'UnsupportedPodSpec', message: `Pod ${m.namespace}/${m.name} ${parts.join('; and ')}` };
+  return { reason: 'UnsupportedPodSpec', message: `Pod ${m.namespace}/${m.name} uses fields nodelet does not support yet: ${fields.join(', ')}` };
 }

@@ -2,6 +2,7 @@
 import type { V1ConfigMap, V1Container, V1EnvVarSource, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { isObjectNotFound, type ApiObjectSource } from '../core/api-objects.js';
 import { SyncError } from '../core/sync-result.js';
+import { envString } from './env-bytes.js';
 
 /** A missing object or key: the container is not created (CreateContainerConfigError with kubelet's message). */
 function configError(err: unknown): SyncError {
@@ -18,7 +19,8 @@ async function lookup<T>(get: () => Promise<T>, optional: boolean): Promise<T | 
   }
 }
 
-const decode = (b64: string) => Buffer.from(b64, 'base64').toString('utf8');
+// A Secret's bytes as they are, UTF-8 or not (env-bytes.ts).
+const decode = (b64: string) => envString(Buffer.from(b64, 'base64'));
 
 export interface ApiEnvContext {
   /** Undefined in standalone mode. */

@@ -1,9 +1,10 @@
-// A container's environment as kubelet makes it: envFrom, plain values with $(VAR) expansion, the downward API, configMap and secret keys.
+// A container's environment as kubelet makes it: envFrom, plain values with $(VAR) expansion, the downward API, configMap and secret keys, env files.
 import type { V1Container, V1EnvVar, V1Pod } from '@kubernetes/client-node';
 import type { NodeAllocatable } from '../host/allocatable.js';
 import { podFieldValue as metadataFieldValue, resourceFieldValue } from '../volume/downward-api.js';
 import { ExpansionLimitError, MAX_CONTAINER_ENV_LENGTH, envTooLarge, expandVars } from '../core/env-expansion.js';
 import { envFromSources, keyRefValue, type ApiEnvContext } from './env-from-api.js';
+import { fileKeyRefValue } from './env-file.js';
 import { SyncError } from '../core/sync-result.js';
 
 /** What the node knows of the pod when its container is created. */
@@ -14,6 +15,8 @@ export interface PodEnvContext extends ApiEnvContext {
   allocatable: () => Promise<NodeAllocatable>;
   /** The pod's service variables (service-env.ts serviceEnvVarMap); none standalone. */
   serviceEnv?: ReadonlyMap<string, string>;
+  /** Where the pod's volume of that name lives on the host (set up before any container starts); undefined if none. */
+  volumePath: (volumeName: string) => string | undefined;
 }
 
 /**
@@ -48,6 +51,7 @@ export function podFieldValue(pod: V1Pod, fieldPath: string, ctx: Pick<PodEnvCon
 async function valueFrom(pod: V1Pod, container: V1Container, e: V1EnvVar, field: string, ctx: PodEnvContext): Promise<string | undefined> {
   const source = e.valueFrom!;
   if (source.configMapKeyRef || source.secretKeyRef) return keyRefValue(pod, source, ctx);
+  if (source.fileKeyRef) return fileKeyRefValue(source.fileKeyRef, ctx.volumePath(source.fileKeyRef.volumeName));
   if (source.fieldRef) {
     const value = podFieldValue(pod, source.fieldRef.fieldPath, ctx);
     if (value === undefined) throw new Error(`${field}.valueFrom.fieldRef.fieldPath: Unsupported value: "${source.fieldRef.fieldPath}"`);
@@ -74,7 +78,7 @@ export function configError(pod: V1Pod, container: V1Container, detail: string, 
 /**
  * The container's environment in kubelet's makeEnvironmentVariables order: the envFrom sources first, then each
  * `value` expanded against the variables defined before it and then the service variables, each `valueFrom` read
- * from the pod or the API server (an optional one that is missing sets nothing); last the service variables the
+ * from the pod, the API server or an env file in a volume (an optional one that is missing sets nothing); last the service variables the
  * container does not define itself. Throws CreateContainerConfigError: kubelet's message for a missing configMap,
  * secret or key; else naming pod, container and field.
  */

@@ -23,6 +23,7 @@ import type { NodeDnsSettings } from './dns.js';
 import { containerResources, podCgroupParent, runtimeCgroupParent } from './resources.js';
 import type { CgroupDriver } from '../cri/runtime-info.js';
 import { containerSecurityContext, podSysctls, sandboxSecurityContext, type ImageUser } from './security-context.js';
+import { envValueBytes } from './env-bytes.js';
 
 /** What the node contributes to every pod's runtime config. */
 export interface NodeRuntimeSettings {
@@ -187,7 +188,7 @@ export function buildContainerConfig(
     command: expandAll(pod, container, 'command', env),
     args: expandAll(pod, container, 'args', env),
     workingDir: container.workingDir ?? '',
-    envs: [...env].map(([key, value]) => ({ key, value })),
+    envs: [...env].map(([key, value]) => ({ key, value: envValueBytes(value) })),
     // As kubelet: every mount carries the pod's mappings, so the runtime mounts it idmapped (host root is the pod's root).
     mounts: (inputs.mounts ?? []).map((m) =>
       inputs.userNamespace ? { ...m, uidMappings: inputs.userNamespace.uids, gidMappings: inputs.userNamespace.gids } : m,

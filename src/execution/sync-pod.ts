@@ -265,6 +265,10 @@ async function startContainer(
       podIPs,
       hostIP: deps.hostIP(),
       allocatable: () => deps.volumes.nodeAllocatable(),
+      volumePath: (name) => {
+        const volume = pod.spec?.volumes?.find((v) => v.name === name);
+        return volume && deps.volumes.volumePath(pod.metadata!.uid!, volume);
+      },
       ...(deps.apiObjects ? { objects: deps.apiObjects } : {}),
       ...(signal ? { signal } : {}),
     });

@@ -241,7 +241,7 @@ export class PodWorker {
     this.synced = true;
     const now = this.deps.clock.now();
     const deadline = activeDeadline(pod, this.status?.startTime ?? pod.status?.startTime, now);
-    const rejection = unsupportedPodFields(pod, { apiServer: this.deps.apiObjects !== undefined }) ?? forbiddenSysctls(pod) ??
+    const rejection = unsupportedPodFields(pod) ?? forbiddenSysctls(pod) ??
       (deadline.exceeded ? deadlineExceeded : undefined);
     // Its configMaps and secrets are watched while it runs (kubelet's RegisterPod); the same spec again is a no-op.
     if (!rejection) this.deps.apiObjects?.registerPod(pod);

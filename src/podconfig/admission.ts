@@ -208,8 +208,7 @@ export function admitPod(pod: V1Pod, others: readonly V1Pod[], node: V1Node): Ad
   }
   const overLimit = podLimitRejection(pod);
   if (overLimit) return { admit: false, ...overLimit };
-  // Admission runs in cluster mode, where configMaps, secrets and tokens come from the API server.
-  const unsupported = unsupportedPodFields(pod, { apiServer: true });
+  const unsupported = unsupportedPodFields(pod);
   if (unsupported) return { admit: false, ...unsupported };
   return { admit: true };
 }

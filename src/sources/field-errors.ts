@@ -31,6 +31,7 @@ export const notSupported = (field: string, value: unknown, supported: readonly 
   message: `Unsupported value: ${showValue(value)}: supported values: ${supported.map((s) => JSON.stringify(s)).join(', ')}`,
 });
 export const tooLong = (field: string, maxBytes: number): FieldError => ({ field, message: `Too long: must have at most ${maxBytes} bytes` });
+export const notFound = (field: string, value: unknown): FieldError => ({ field, message: `Not found: ${showValue(value)}` });
 export const duplicate = (field: string, value: unknown): FieldError => ({ field, message: `Duplicate value: ${showValue(value)}` });
 
 // Lists and objects are shown by shape only, as a field error cannot usefully quote them.

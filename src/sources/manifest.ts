@@ -7,6 +7,7 @@ import { defaultImagePullPolicy } from '../core/image-reference.js';
 import { CONFIG_HASH_ANNOTATION, CONFIG_SEEN_ANNOTATION, CONFIG_SOURCE_ANNOTATION, FILE_SOURCE } from '../core/config-annotations.js';
 import { isObject } from './field-errors.js';
 import { validatePodDocument } from './validation.js';
+import { apiObjectReference } from './api-references.js';
 import { probeDefaults } from '../prober/probe-spec.js';
 import { boundedCopy, ObjectLimitError } from '../core/bounded-walk.js';
 import { podLimitViolation } from '../decisions/pod-limits.js';
@@ -78,6 +79,12 @@ export function parsePodManifests(file: string, text: string, nodeName: string, 
       return;
     }
     const pod = applyStaticPodDefaults(doc, file, nodeName, seenAt);
+    // kubelet 1.37 refuses such a manifest after validating it (its file source's tryDecodeSinglePod).
+    const reference = apiObjectReference(pod);
+    if (reference) {
+      fail(reference.field, `static pods may not reference ${reference.resource}`);
+      return;
+    }
     const overLimit = podLimitViolation(pod);
     if (overLimit) {
       fail(overLimit.field, overLimit.message);

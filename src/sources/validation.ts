@@ -10,6 +10,7 @@ import {
   invalid,
   tooLong,
   isObject,
+  notFound,
   notSupported,
   pullPolicies,
   regexError,
@@ -82,6 +83,7 @@ export function validatePodDocument(doc: JsonObject, podName: (manifestName: str
     containers.forEach((c, i) => validateContainer(c, `spec.containers[${i}]`, names, hostNetwork === true, hostUsers, errs));
   }
   validatePodVolumes(spec, errs);
+  validateFileKeyRefs(spec, errs);
 
   validatePodSecurityContext(spec, errs);
   validatePodHostName(spec, errs);
@@ -269,6 +271,48 @@ function validateEnv(env: unknown, path: string, errs: FieldError[]): void {
     const value = item.value;
     if (value !== undefined && typeof value !== 'string') errs.push(wrongType(`${idx}.value`, value, 'a string'));
   });
+}
+
+/**
+ * env[].valueFrom.fileKeyRef as the apiserver's validateFileKeySelector and validateFileKeyRefVolumes check it: key,
+ * volumeName and path required, the key a relaxed env var name, the path without `..`, the volume an emptyDir of the pod.
+ */
+function validateFileKeyRefs(spec: JsonObject, errs: FieldError[]): void {
+  const volumes = new Map<unknown, unknown>((Array.isArray(spec.volumes) ? spec.volumes : []).filter(isObject).map((v) => [v.name, v]));
+  for (const list of ['initContainers', 'containers'] as const) {
+    const containers = spec[list];
+    if (!Array.isArray(containers)) continue;
+    containers.forEach((c: unknown, i) => {
+      if (!isObject(c) || !Array.isArray(c.env)) return;
+      c.env.forEach((e: unknown, j) => {
+        const ref = isObject(e) && isObject(e.valueFrom) ? e.valueFrom.fileKeyRef : undefined;
+        if (ref === undefined) return;
+        const path = `spec.${list}[${i}].env[${j}].valueFrom.fileKeyRef`;
+        if (!isObject(ref)) {
+          errs.push(wrongType(path, ref, 'an object'));
+          return;
+        }
+        const { key, volumeName, path: filePath } = ref;
+        if (key === undefined || key === '') errs.push(required(`${path}.key`));
+        else if (typeof key !== 'string') errs.push(wrongType(`${path}.key`, key, 'a string'));
+        // apimachinery's IsRelaxedEnvVarName.
+        else if (!/^[\x20-\x7e]+$/.test(key) || key.includes('=')) {
+          errs.push(invalid(`${path}.key`, key, "a valid environment variable name must consist only of printable ASCII characters other than '='"));
+        }
+        if (volumeName === undefined || volumeName === '') errs.push(required(`${path}.volumeName`));
+        else if (typeof volumeName !== 'string') errs.push(wrongType(`${path}.volumeName`, volumeName, 'a string'));
+        else {
+          for (const msg of dns1123LabelErrors(volumeName)) errs.push(invalid(`${path}.volumeName`, volumeName, msg));
+          const volume = volumes.get(volumeName);
+          if (volume === undefined) errs.push(notFound(`${path}.volumeName`, volumeName));
+          else if (!isObject(volume) || volume.emptyDir === undefined) errs.push(invalid(`${path}.volumeName`, volumeName, 'referenced volume must be of type emptyDir'));
+        }
+        if (filePath === undefined || filePath === '') errs.push(required(`${path}.path`));
+        else if (typeof filePath !== 'string') errs.push(wrongType(`${path}.path`, filePath, 'a string'));
+        else if (filePath.split('/').includes('..')) errs.push(invalid(`${path}.path`, filePath, "must not contain '..'"));
+      });
+    });
+  }
 }
 
 const forbidden = (field: string, detail: string): FieldError => ({ field, message: `Forbidden: ${detail}` });

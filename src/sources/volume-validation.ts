@@ -7,17 +7,16 @@ import {
   duplicate,
   invalid,
   isObject,
+  notFound,
   notSupported,
   pullPolicies,
   required,
-  showValue,
   wrongType,
   type FieldError,
   type JsonObject,
 } from './field-errors.js';
 
 const forbidden = (field: string, detail: string): FieldError => ({ field, message: `Forbidden: ${detail}` });
-const notFound = (field: string, value: unknown): FieldError => ({ field, message: `Not found: ${showValue(value)}` });
 
 /**
  * Every volume source of the API in the order the apiserver counts them; the second one present is the error.

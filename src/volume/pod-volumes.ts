@@ -17,6 +17,7 @@ import { bindMount, isShared, makeShared, mountOf, mountsUnder, readMountInfo, u
 import { setVolumeOwnership } from './ownership.js';
 import { resolveRecursiveReadOnly } from './recursive-read-only.js';
 import { pathWithinBase, prepareSubPath, resolveSubPath } from './subpath.js';
+import { gitRepoDisabled } from './unsupported.js';
 
 export const emptyDirPluginDir = 'kubernetes.io~empty-dir';
 export const downwardApiPluginDir = 'kubernetes.io~downward-api';
@@ -85,7 +86,7 @@ function containerField(pod: V1Pod, container: V1Container): string {
 }
 
 function volumeSourceField(volume: V1Volume): string {
-  const sources = ['emptyDir', 'hostPath', 'downwardAPI', 'configMap', 'secret', 'projected', 'image'] as const;
+  const sources = ['emptyDir', 'hostPath', 'downwardAPI', 'configMap', 'secret', 'projected', 'image', 'gitRepo'] as const;
   return sources.find((s) => volume[s] !== undefined) ?? 'source';
 }
 
@@ -249,6 +250,7 @@ export class PodVolumeManager {
       if (await writeAtomically(dir, payload, setPerms ? { setPerms } : {})) vlog.info({ source: volumeSourceField(volume) }, 'Wrote volume content');
       return;
     }
+    if (volume.gitRepo) throw new Error(gitRepoDisabled);
     throw new Error('volume type is not supported by nodelet');
   }
 

@@ -1,9 +1,18 @@
-// Volume fields nodelet cannot honour without an API server (or at all yet), as field paths for the pod's refusal.
+// Volume fields nodelet cannot honour yet, as field paths for the pod's refusal.
 import type { V1Pod, V1Volume } from '@kubernetes/client-node';
 
-/** The volume sources nodelet sets up itself (image: the runtime mounts it); configMap, secret and projected need the API server. */
-const supportedSources = new Set(['name', 'emptyDir', 'hostPath', 'downwardAPI', 'configMap', 'secret', 'projected', 'image']);
-const apiServerSources = ['configMap', 'secret', 'projected'] as const;
+/**
+ * The volume sources nodelet sets up itself (configMap, secret and projected from the API server; static pods may not
+ * use them; image: the runtime mounts it). gitRepo is admitted as kubelet admits it, and its set-up fails
+ * (gitRepoDisabled).
+ */
+const supportedSources = new Set(['name', 'emptyDir', 'hostPath', 'downwardAPI', 'configMap', 'secret', 'projected', 'image', 'gitRepo']);
+
+/**
+ * kubelet's git_repo plugin's SetUp error: the GitRepoVolumeDriver gate is off since 1.33 and locked off since 1.36, so
+ * a gitRepo volume never mounts (FailedMount; the pod stays ContainerCreating). The gate can no longer be turned on.
+ */
+export const gitRepoDisabled = 'git-repo volume plugin has been disabled; if necessary, it may be re-enabled by enabling the feature-gate `GitRepoVolumeDriver`';
 /** The projected sources nodelet writes. */
 const projectedSources = new Set(['configMap', 'secret', 'downwardAPI', 'serviceAccountToken', 'clusterTrustBundle', 'podCertificate']);
 
@@ -43,15 +52,5 @@ export function unsupportedVolumeFields(pod: V1Pod): string[] {
       if (c.volumeDevices?.length) fields.push(`${path}[${i}].volumeDevices`);
     });
   }
-  return fields;
-}
-
-/** Field paths of the volumes that need an API server (configMap, secret, projected): refused in standalone mode. */
-export function volumeFieldsNeedingApiServer(pod: V1Pod): string[] {
-  const fields: string[] = [];
-  (pod.spec?.volumes ?? []).forEach((v, i) => {
-    const source = apiServerSources.find((s) => v[s] !== undefined);
-    if (source) fields.push(`spec.volumes[${i}].${source}`);
-  });
   return fields;
 }

@@ -84,3 +84,66 @@ spec:
   uids.add(pod.metadata!.uid!);
   expect(pod.status!.containerStatuses![0]!.state!.waiting!.message).toContain('spec.containers[0].env[0].valueFrom.fieldRef.fieldPath: Unsupported value: "spec.nothing"');
 });
+
+test('fileKeyRef: an init container writes an env file into an emptyDir, the main container gets its keys', async () => {
+  await agent.writeManifest('envfile.yaml', `apiVersion: v1
+kind: Pod
+metadata: {name: envfile}
+spec:
+  restartPolicy: Never
+  volumes:
+  - {name: config, emptyDir: {}}
+  initContainers:
+  - name: setup
+    image: ${busybox}
+    volumeMounts: [{name: config, mountPath: /data}]
+    command:
+    - sh
+    - -c
+    - |
+      mkdir -p /data/sub
+      printf '%s\\n' "# written by setup" "DB_ADDRESS='db.local:5432' # the db" "MULTI='one" "two'" > /data/sub/config.env
+  containers:
+  - name: main
+    image: ${busybox}
+    command: ["sh", "-c", 'echo "DB=$DB_ADDRESS"; echo "MULTI=$MULTI"; echo "OPT=\${OPT-unset}"']
+    env:
+    - {name: DB_ADDRESS, valueFrom: {fileKeyRef: {volumeName: config, path: sub/config.env, key: DB_ADDRESS}}}
+    - {name: MULTI, valueFrom: {fileKeyRef: {volumeName: config, path: sub/config.env, key: MULTI}}}
+    - {name: OPT, valueFrom: {fileKeyRef: {volumeName: config, path: sub/config.env, key: NOT_THERE, optional: true}}}
+`);
+  const pod = await agent.waitForPod('envfile', 'Succeeded', (p) => p.status?.phase === 'Succeeded');
+  uids.add(pod.metadata!.uid!);
+  const log = await readFile(`${agent.podLogsDir}/default_${staticName('envfile')}_${pod.metadata!.uid}/main/0.log`, 'utf8');
+  expect(log.split('\n').filter(Boolean).map((l) => l.split(' ').slice(3).join(' '))).toEqual(['DB=db.local:5432', 'MULTI=one', 'two', 'OPT=unset']);
+});
+
+test('fileKeyRef: a key the file lacks leaves the container waiting with CreateContainerConfigError and kubelet\'s message', async () => {
+  await agent.writeManifest('envfile-missing.yaml', `apiVersion: v1
+kind: Pod
+metadata: {name: envfile-missing}
+spec:
+  volumes:
+  - {name: config, emptyDir: {}}
+  initContainers:
+  - name: setup
+    image: ${busybox}
+    volumeMounts: [{name: config, mountPath: /data}]
+    command:
+    - sh
+    - -c
+    - echo "OTHER='x'" > /data/config.env
+  containers:
+  - name: main
+    image: ${busybox}
+    command: ["sleep", "3600"]
+    env:
+    - {name: DB_ADDRESS, valueFrom: {fileKeyRef: {volumeName: config, path: config.env, key: DB_ADDRESS}}}
+`);
+  const pod = await agent.waitForPod('envfile-missing', 'CreateContainerConfigError', (p) =>
+    p.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'CreateContainerConfigError');
+  uids.add(pod.metadata!.uid!);
+  expect(pod.status!.containerStatuses![0]!.state!.waiting!.message).toMatch(
+    /^environment variable key "DB_ADDRESS" not found in file ".*\/volumes\/kubernetes\.io~empty-dir\/config\/config\.env"$/,
+  );
+});

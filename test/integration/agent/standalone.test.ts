@@ -232,6 +232,31 @@ spec:
     await agent.removeManifest('bad.yaml');
   });
 
+  test('a static pod referencing a Secret or a ConfigMap is refused as kubelet 1.37 refuses it; nothing of it runs', async () => {
+    await agent.writeManifest('apiref.yaml', `apiVersion: v1
+kind: Pod
+metadata: {name: apiref}
+spec:
+  volumes:
+  - {name: cfg, configMap: {name: settings}}
+  containers:
+  - name: main
+    image: ${busybox}
+    command: ["sleep", "3600"]
+    env:
+    - {name: PASSWORD, valueFrom: {secretKeyRef: {name: db, key: password}}}
+    volumeMounts:
+    - {name: cfg, mountPath: /cfg}
+`);
+    const line = await waitFor('the refusal in the log', async () =>
+      agent.logLines().find((l) => typeof l.file === 'string' && (l.file as string).endsWith('apiref.yaml')), 10_000);
+    // Secrets come before configMaps in kubelet's check; the field names the reference.
+    expect(line.field).toBe('spec.containers[0].env[0].valueFrom.secretKeyRef');
+    expect(line.msg).toBe('invalid pod manifest: spec.containers[0].env[0].valueFrom.secretKeyRef: static pods may not reference secrets');
+    expect(await agent.pod('apiref')).toBeUndefined();
+    await agent.removeManifest('apiref.yaml');
+  });
+
   test('an image that cannot be pulled gives ErrImagePull, then ImagePullBackOff', async () => {
     await agent.writeManifest('nopull.yaml', `apiVersion: v1
 kind: Pod

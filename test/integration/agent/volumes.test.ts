@@ -198,6 +198,29 @@ spec:
     await agent.removeManifest('badsub.yaml');
   });
 
+  test('a gitRepo volume is admitted but never set up, as kubelet 1.36+ (GitRepoVolumeDriver locked off): FailedMount, ContainerCreating', async () => {
+    await agent.writeManifest('gitrepo.yaml', `apiVersion: v1
+kind: Pod
+metadata: {name: gitrepo}
+spec:
+  volumes:
+  - {name: src, gitRepo: {repository: "https://example.invalid/repo.git"}}
+  containers:
+  - name: main
+    image: ${busybox}
+    command: ["sleep", "3600"]
+    volumeMounts:
+    - {name: src, mountPath: /src}
+`);
+    // kubelet's words, in the log's MountVolume.SetUp failure.
+    const failedMount = 'git-repo volume plugin has been disabled; if necessary, it may be re-enabled by enabling the feature-gate `GitRepoVolumeDriver`';
+    await waitFor('the FailedMount reason in the log', async () => agent.output.includes(failedMount), 30_000);
+    const p = remember(await agent.waitForPod('gitrepo', 'ContainerCreating', (x) => x.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'ContainerCreating', 30_000));
+    expect(p.status?.phase).toBe('Pending');
+    expect((await runtimeObjects(cri, [p.metadata!.uid!])).sandboxes).toEqual([]);
+    await agent.removeManifest('gitrepo.yaml');
+  });
+
   test('Bidirectional: a mount made in a privileged container shows on the host and is unmounted with the pod', async () => {
     await agent.writeManifest('bidir.yaml', `apiVersion: v1
 kind: Pod

@@ -279,3 +279,37 @@ spec:
   await waitForRuntimeGone(cri, [p.metadata!.uid!], 60_000);
   await waitFor('the image volume unmounted', async () => ((await imageMounts()).length === 0 ? true : undefined), 30_000, 500);
 }, 360_000);
+
+test("a Secret's non-UTF-8 bytes go to containerd as they are (CRI KeyValue.value is bytes), which writes them into the OCI spec", async () => {
+  // An invalid lead byte, ASCII, a valid 2-byte character, a truncated 3-byte sequence.
+  const bytes = Buffer.from([0xff, 0x41, 0xc3, 0xa9, 0xe2, 0x82]);
+  await kubectl.fromFile('create', 'secret-bin.json', JSON.stringify({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'bin' }, data: { val: bytes.toString('base64') } }));
+  await createPod(`apiVersion: v1
+kind: Pod
+metadata: {name: binenv}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: ${busybox}
+    command: ["sleep", "3600"]
+    envFrom:
+    - {prefix: FROM_, secretRef: {name: bin}}
+    env:
+    - {name: BIN, valueFrom: {secretKeyRef: {name: bin, key: val}}}
+    - {name: MIXED, value: "<$(BIN)>"}
+`, 'binenv');
+  const p = await waitForPod('binenv', 'Running', isRunning, 90_000);
+  const hex = async (name: string) => (await exec(p, 'main', `printf %s "$${name}" | od -An -tx1`)).out.split(/\s+/).join(' ');
+  // containerd puts the environment into the OCI spec as JSON, and Go's encoding/json turns every byte that is not part
+  // of valid UTF-8 into U+FFFD (ef bf bd), one per byte: the truncated e2 82 gives two. Had nodelet sent text decoded
+  // in JS (the WHATWG decoder), e2 82 would have arrived as one U+FFFD: two here shows containerd got the raw bytes, as
+  // from kubelet.
+  const fffd = 'ef bf bd';
+  const expected = `${fffd} 41 c3 a9 ${fffd} ${fffd}`;
+  expect(await hex('BIN')).toBe(expected);
+  expect(await hex('FROM_val')).toBe(expected);
+  expect(await hex('MIXED')).toBe(`3c ${expected} 3e`);
+  expect(await kubectl.run('delete', 'pod', 'binenv', '--wait=false')).toBe('pod "binenv" deleted from default namespace');
+  await waitForRuntimeGone(cri, [p.metadata!.uid!], 60_000);
+});

@@ -44,7 +44,7 @@ function containerConfig(name: string, script: string): ContainerConfig {
     command: ['sh', '-c'],
     args: [script],
     workingDir: '/',
-    envs: [{ key: 'GREETING', value: 'hello' }],
+    envs: [{ key: 'GREETING', value: Buffer.from('hello') }],
     mounts: [],
     labels: { [TEST_LABEL]: RUN },
     annotations: {},

@@ -135,7 +135,8 @@ describe('CriClient against a fake runtime', () => {
         command: ['sh'],
         args: ['-c', 'sleep 1'],
         workingDir: '/',
-        envs: [{ key: 'A', value: 'b' }],
+        // Bytes, not text: a Secret's value need not be UTF-8.
+        envs: [{ key: 'A', value: Buffer.from([0x62, 0xff, 0x00, 0xc3]) }],
         mounts: [],
         labels: {},
         annotations: {},
@@ -151,7 +152,7 @@ describe('CriClient against a fake runtime', () => {
       runAsGroup: { value: '0' },
       maskedPaths: ['/proc/kcore'],
     });
-    expect(req.config.envs).toEqual([{ key: 'A', value: 'b' }]);
+    expect(req.config.envs).toEqual([{ key: 'A', value: Buffer.from([0x62, 0xff, 0x00, 0xc3]) }]);
     expect(req.sandboxConfig.linux.securityContext.runAsUser).toEqual({ value: '0' });
     expect(req.sandboxConfig.linux.securityContext.namespaceOptions).toMatchObject({ network: 'NODE', pid: 'CONTAINER' });
     expect(req.sandboxConfig.portMappings).toEqual([{ protocol: 'TCP', containerPort: 80, hostPort: 8080, hostIp: '' }]);

@@ -1,4 +1,5 @@
-// Fields that read API objects: accepted with an API server, refused standalone with a message that says to use --kubeconfig.
+// Fields that read API objects are accepted (static pods with them never get here: the file source refuses them);
+// fields nodelet cannot honour yet are refused, named.
 import type { V1Pod } from '@kubernetes/client-node';
 import { unsupportedPodFields } from '../../../src/decisions/unsupported.js';
 
@@ -16,31 +17,17 @@ const pod: V1Pod = {
   },
 };
 
-test('with an API server the pod is accepted', () => {
-  expect(unsupportedPodFields(pod, { apiServer: true })).toBeUndefined();
+test('a pod reading configMaps, secrets and tokens is accepted', () => {
+  expect(unsupportedPodFields(pod)).toBeUndefined();
 });
 
-test('standalone, the pod is refused naming every such field', () => {
-  expect(unsupportedPodFields(pod)).toEqual({
-    reason: 'UnsupportedPodSpec',
-    message:
-      'Pod default/p uses fields that need an API server (nodelet runs standalone; start it with --kubeconfig): ' +
-      'spec.volumes[0].configMap, spec.volumes[1].projected, spec.containers[0].envFrom, spec.containers[0].env[0].valueFrom.configMapKeyRef',
-  });
-});
-
-test('both kinds of refusal are named', () => {
+test('unsupported fields are named', () => {
   const nfs: V1Pod = { ...pod, spec: { ...pod.spec!, volumes: [...(pod.spec!.volumes ?? []), { name: 'share', nfs: { server: '192.0.2.1', path: '/' } }] } };
-  expect(unsupportedPodFields(nfs)?.message).toBe(
-    'Pod default/p uses fields nodelet does not support yet: spec.volumes[2].nfs; and uses fields that need an API server ' +
-      '(nodelet runs standalone; start it with --kubeconfig): spec.volumes[0].configMap, spec.volumes[1].projected, spec.containers[0].envFrom, ' +
-      'spec.containers[0].env[0].valueFrom.configMapKeyRef',
-  );
-  expect(unsupportedPodFields(nfs, { apiServer: true })?.message).toBe('Pod default/p uses fields nodelet does not support yet: spec.volumes[2].nfs');
+  expect(unsupportedPodFields(nfs)?.message).toBe('Pod default/p uses fields nodelet does not support yet: spec.volumes[2].nfs');
 });
 
 test('pod-level resources are refused until built; an empty spec.resources is not', () => {
   const plr: V1Pod = { ...pod, spec: { ...pod.spec!, resources: { limits: { memory: '1Gi' } } } };
-  expect(unsupportedPodFields(plr, { apiServer: true })?.message).toBe('Pod default/p uses fields nodelet does not support yet: spec.resources');
-  expect(unsupportedPodFields({ ...pod, spec: { ...pod.spec!, resources: {} } }, { apiServer: true })).toBeUndefined();
+  expect(unsupportedPodFields(plr)?.message).toBe('Pod default/p uses fields nodelet does not support yet: spec.resources');
+  expect(unsupportedPodFields({ ...pod, spec: { ...pod.spec!, resources: {} } })).toBeUndefined();
 });

@@ -14,6 +14,7 @@ beforeEach(() => {
     hostIP: '192.0.2.1',
     allocatable: async () => ({ cpu: parseQuantity('2'), memory: parseQuantity('1Gi'), 'ephemeral-storage': parseQuantity('1Gi') }),
     objects,
+    volumePath: () => undefined,
   };
 });
 

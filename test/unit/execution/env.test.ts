@@ -10,7 +10,7 @@ const pod: V1Pod = {
   spec: { nodeName: 'node1', serviceAccountName: 'builder', containers: [] },
 };
 const allocatable = { cpu: parseQuantity('2'), memory: parseQuantity('8Gi'), 'ephemeral-storage': parseQuantity('100Gi') };
-const ctx = { podIPs: ['10.99.0.9'], hostIP: '192.0.2.2', allocatable: async () => allocatable };
+const ctx = { podIPs: ['10.99.0.9'], hostIP: '192.0.2.2', allocatable: async () => allocatable, volumePath: () => undefined };
 
 test.each([
   ['metadata.name', 'web-node1'],

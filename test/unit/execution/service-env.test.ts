@@ -113,6 +113,7 @@ describe("the service variables in the container's environment (kubelet makeEnvi
     hostIP: '192.0.2.2',
     allocatable: async () => ({ cpu: parseQuantity('2'), memory: parseQuantity('8Gi'), 'ephemeral-storage': parseQuantity('100Gi') }),
     serviceEnv: serviceEnvVarMap(services, 'test1', true),
+    volumePath: () => undefined,
   };
 
   test("an explicit env entry wins; $(VAR) expands the container's variables first, then the service variables", async () => {

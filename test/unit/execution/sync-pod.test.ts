@@ -481,7 +481,7 @@ describe("the sandbox's DNS and the containers' service variables", () => {
     f.deps.services = services(true, [kubernetes]);
     await start(f, basePod());
     const envs = f.runtime.containerConfig(f.idOf('app')).envs;
-    expect(envs).toEqual(expect.arrayContaining([{ key: 'KUBERNETES_SERVICE_HOST', value: '10.96.0.1' }, { key: 'KUBERNETES_SERVICE_PORT_HTTPS', value: '443' }]));
+    expect(envs).toEqual(expect.arrayContaining([{ key: 'KUBERNETES_SERVICE_HOST', value: Buffer.from('10.96.0.1') }, { key: 'KUBERNETES_SERVICE_PORT_HTTPS', value: Buffer.from('443') }]));
 
     const g = fixture();
     g.deps.services = services(false);

@@ -36,7 +36,7 @@ test.each([
 test('nodelet admits both on nodelet-1, one beside the other, with nothing it cannot run', () => {
   expect(admitPod(kubeProxy, [], node)).toEqual({ admit: true });
   expect(admitPod(kindnet, [kubeProxy], node)).toEqual({ admit: true });
-  for (const pod of [kubeProxy, kindnet]) expect(unsupportedPodFields(pod, { apiServer: true })).toBeUndefined();
+  for (const pod of [kubeProxy, kindnet]) expect(unsupportedPodFields(pod)).toBeUndefined();
   // The DaemonSet controller's node affinity pins each pod to its node.
   expect(admitPod(kindnet, [], { ...node, metadata: { ...node.metadata, name: 'nodelet-2' } })).toMatchObject({ admit: false, reason: 'NodeAffinity' });
 });

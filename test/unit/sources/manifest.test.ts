@@ -345,10 +345,10 @@ status: {}
 
   test('YAML 1.1 like kubelet: octal modes and yes/no booleans', () => {
     const { pods, errors } = parse(
-      podYaml('  - name: web\n    image: busybox\n    stdin: yes\n', '  volumes:\n  - name: v\n    configMap: {name: c, defaultMode: 0644}\n'),
+      podYaml('  - name: web\n    image: busybox\n    stdin: yes\n', '  volumes:\n  - name: v\n    downwardAPI: {defaultMode: 0644}\n'),
     );
     expect(errors).toEqual([]);
-    expect(pods[0]?.spec?.volumes?.[0]?.configMap?.defaultMode).toBe(0o644);
+    expect(pods[0]?.spec?.volumes?.[0]?.downwardAPI?.defaultMode).toBe(0o644);
     expect(pods[0]?.spec?.containers[0]?.stdin).toBe(true);
   });
 });

@@ -155,3 +155,25 @@ test('qualifiedNameErrors', () => {
   expect(qualifiedNameErrors('a/b/c')[0]).toMatch(/^a qualified name must consist of/);
   expect(qualifiedNameErrors('x'.repeat(64))).toContain('name part must be no more than 63 characters');
 });
+
+test('env fileKeyRef: the volume must be an emptyDir of the pod, key/volumeName/path as the apiserver checks them', () => {
+  const env = (ref: string) => `    env:\n    - {name: X, valueFrom: {fileKeyRef: ${ref}}}\n`;
+  const volumes = '  - {name: data, emptyDir: {}}\n  - {name: host, hostPath: {path: /srv}}';
+  expect(errors(volumes, mount, env('{volumeName: data, path: sub/x.env, key: "my.key-1"}'))).toEqual([]);
+  expect(errors(volumes, mount, env('{volumeName: host, path: x.env, key: K}'))).toEqual([
+    { field: 'spec.containers[0].env[0].valueFrom.fileKeyRef.volumeName', message: 'Invalid value: "host": referenced volume must be of type emptyDir' },
+  ]);
+  expect(errors(volumes, mount, env('{volumeName: nope, path: ../x.env, key: "A=B"}'))).toEqual([
+    {
+      field: 'spec.containers[0].env[0].valueFrom.fileKeyRef.key',
+      message: `Invalid value: "A=B": a valid environment variable name must consist only of printable ASCII characters other than '='`,
+    },
+    { field: 'spec.containers[0].env[0].valueFrom.fileKeyRef.volumeName', message: 'Not found: "nope"' },
+    { field: 'spec.containers[0].env[0].valueFrom.fileKeyRef.path', message: `Invalid value: "../x.env": must not contain '..'` },
+  ]);
+  expect(errors(volumes, mount, env('{}')).map((e) => `${e.field}: ${e.message}`)).toEqual([
+    'spec.containers[0].env[0].valueFrom.fileKeyRef.key: Required value',
+    'spec.containers[0].env[0].valueFrom.fileKeyRef.volumeName: Required value',
+    'spec.containers[0].env[0].valueFrom.fileKeyRef.path: Required value',
+  ]);
+});

@@ -1,5 +1,5 @@
 // Volume features nodelet refuses, by field path.
-import { unsupportedVolumeFields, volumeFieldsNeedingApiServer } from '../../../src/volume/unsupported.js';
+import { unsupportedVolumeFields } from '../../../src/volume/unsupported.js';
 
 test('supported sources and recursiveReadOnly mounts pass; others and hugepages are named', () => {
   expect(
@@ -11,6 +11,8 @@ test('supported sources and recursiveReadOnly mounts pass; others and hugepages 
           { name: 'c', hostPath: { path: '/x' } },
           { name: 'd', downwardAPI: { items: [{ path: 'l', fieldRef: { fieldPath: 'metadata.labels' } }] } },
           { name: 'e', image: { reference: 'registry.example/data:1', pullPolicy: 'IfNotPresent' } },
+          // Admitted as kubelet admits it; its set-up fails (FailedMount).
+          { name: 'g', gitRepo: { repository: 'https://example.invalid/r.git' } },
         ],
         containers: [{ name: 'm', volumeMounts: [{ name: 'a', mountPath: '/a', readOnly: true, recursiveReadOnly: 'Disabled' }, { name: 'c', mountPath: '/c', readOnly: true, recursiveReadOnly: 'Enabled' }] }],
       },
@@ -37,20 +39,4 @@ test('supported sources and recursiveReadOnly mounts pass; others and hugepages 
     'spec.volumes[4].downwardAPI.items[0].resourceFieldRef',
     'spec.containers[0].volumeDevices',
   ]);
-});
-
-test('configMap, secret and projected volumes need an API server', () => {
-  expect(
-    volumeFieldsNeedingApiServer({
-      spec: {
-        volumes: [
-          { name: 'a', emptyDir: {} },
-          { name: 'b', configMap: { name: 'cm' } },
-          { name: 'c', secret: { secretName: 's' } },
-          { name: 'd', projected: { sources: [{ downwardAPI: { items: [] } }] } },
-        ],
-        containers: [],
-      },
-    }),
-  ).toEqual(['spec.volumes[1].configMap', 'spec.volumes[2].secret', 'spec.volumes[3].projected']);
 });
